@@ -1,0 +1,128 @@
+#include "runtime/config.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvla3 {
+namespace {
+
+const std::vector<std::string> kOverflowChoices = {"block", "drop_oldest",
+                                                   "reject"};
+
+void DescribeQueue(const std::string& key, QueueConfig* q, ConfigSchema* s) {
+  s->Int(key + ".capacity", &q->capacity,
+         {1, static_cast<int64_t>(kMaxQueueCapacity)},
+         "items the queue holds at most");
+  s->Choice(key + ".overflow", &q->overflow, kOverflowChoices,
+            "what a push does when full");
+  s->Int(key + ".max_producers", &q->max_producers, {1, 4096},
+         "threads that push; storage is preallocated for them");
+}
+
+}  // namespace
+
+OverflowPolicy ParseOverflowPolicy(const std::string& name) {
+  if (name == "drop_oldest") return OverflowPolicy::kDropOldest;
+  if (name == "reject") return OverflowPolicy::kReject;
+  return OverflowPolicy::kBlock;
+}
+
+QueueOptions QueueConfig::ToOptions() const {
+  QueueOptions o;
+  o.capacity = static_cast<size_t>(capacity);
+  o.overflow = ParseOverflowPolicy(overflow);
+  o.max_producers = static_cast<size_t>(max_producers);
+  return o;
+}
+
+BatcherOptions BatcherConfig::ToOptions() const {
+  BatcherOptions o;
+  o.max_batch = static_cast<size_t>(max_batch);
+  o.max_wait = absl::Microseconds(static_cast<int64_t>(max_wait_ms * 1000.0));
+  o.idle_poll = absl::Microseconds(static_cast<int64_t>(idle_poll_ms * 1000.0));
+  return o;
+}
+
+void DescribeConfig(Config* c, ConfigSchema* s) {
+  s->String("run.name", &c->run.name, "run folder name");
+  s->String("run.out_dir", &c->run.out_dir, "parent folder of run folders");
+  s->Int("run.seed", &c->run.seed, {0, (int64_t{1} << 31) - 1},
+         "env i is seeded with seed + i");
+  s->Choice("run.mode", &c->run.mode, {"async", "sync"},
+            "async pipeline or lock-step baseline");
+  s->Choice("run.log_level", &c->run.log_level,
+            {"trace", "debug", "info", "warn", "error"}, "log verbosity");
+
+  s->Int("threads.torch_intra_op", &c->threads.torch_intra_op, {1, 256},
+         "LibTorch intra-op threads");
+  s->Int("threads.torch_inter_op", &c->threads.torch_inter_op, {1, 256},
+         "LibTorch inter-op threads");
+  s->Int("threads.env_workers", &c->threads.env_workers, {1, 1024},
+         "env pool worker threads");
+  s->Int("threads.inference_actors", &c->threads.inference_actors, {1, 64},
+         "inference actor threads");
+  s->Int("threads.lp_num_threads", &c->threads.lp_num_threads, {0, 64},
+         "llvmpipe threads (0 = render on the calling thread)");
+
+  DescribeQueue("queues.request", &c->queues.request, s);
+  DescribeQueue("queues.trajectory", &c->queues.trajectory, s);
+
+  s->Int("batcher.max_batch", &c->batcher.max_batch, {1, 4096},
+         "B_max: items per inference batch");
+  s->Real("batcher.max_wait_ms", &c->batcher.max_wait_ms,
+          {0.0, false, 10000.0, false},
+          "T_max: ms after the first item before a partial batch fires");
+  s->Real("batcher.idle_poll_ms", &c->batcher.idle_poll_ms,
+          {0.0, true, 10000.0, false},
+          "ms an idle actor waits before housekeeping");
+
+  s->Real("metrics.interval_s", &c->metrics.interval_s,
+          {0.0, true, 3600.0, false}, "seconds between metric snapshots");
+  s->Choice("metrics.progress", &c->metrics.progress,
+            {"auto", "tty", "plain", "off"},
+            "live progress line: auto picks tty or plain");
+  s->Bool("metrics.jsonl", &c->metrics.jsonl, "write metrics.jsonl");
+  s->Bool("metrics.csv", &c->metrics.csv, "write metrics.csv");
+
+  s->Int("selfcheck.num_envs", &c->selfcheck.num_envs, {1, 1024},
+         "synthetic envs");
+  s->Int("selfcheck.steps_per_env", &c->selfcheck.steps_per_env, {1, 10000000},
+         "observations per env");
+  s->Int("selfcheck.obs_dim", &c->selfcheck.obs_dim, {1, 1 << 20},
+         "features per observation");
+  s->Int("selfcheck.action_dim", &c->selfcheck.action_dim, {1, 1024},
+         "action dimensions");
+  s->Int("selfcheck.hidden", &c->selfcheck.hidden, {1, 1 << 16}, "MLP width");
+  s->Real("selfcheck.env_step_ms", &c->selfcheck.env_step_ms,
+          {0.0, false, 10000.0, false}, "emulated simulator ms per step");
+}
+
+absl::StatusOr<Config> LoadConfig(const std::string& path,
+                                  const std::vector<std::string>& overrides) {
+  Config c;
+  ConfigSchema schema;
+  DescribeConfig(&c, &schema);
+  if (!path.empty()) {
+    if (absl::Status s = schema.ApplyYamlFile(path); !s.ok()) return s;
+  }
+  for (const auto& o : overrides) {
+    if (absl::Status s = schema.ApplyOverride(o); !s.ok()) return s;
+  }
+  const std::string origin = path.empty() ? "--set" : path;
+  if (c.batcher.max_batch > c.queues.request.capacity) {
+    return ConfigError{origin, "batcher.max_batch",
+                       absl::StrCat(c.batcher.max_batch),
+                       absl::StrCat("at most queues.request.capacity (",
+                                    c.queues.request.capacity, ")")}
+        .ToStatus();
+  }
+  return c;
+}
+
+std::string ConfigToYaml(const Config& c) {
+  Config copy = c;
+  ConfigSchema schema;
+  DescribeConfig(&copy, &schema);
+  return schema.ToYaml();
+}
+
+}  // namespace rlvla3

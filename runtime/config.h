@@ -1,0 +1,112 @@
+// File: runtime/config.h
+// -----------------------------------------------------------------------------
+// The typed configuration of an rl-vla3 run, with defaults. Every verb loads it
+// the same way: defaults, then a YAML file, then `--set key=value` overrides,
+// then cross-field checks. Any problem is a ConfigError (the CLI exits 2 with
+// one line naming file, key, value and what was expected).
+//
+// Example:
+//   absl::StatusOr<Config> cfg = LoadConfig("configs/selfcheck.yaml",
+//                                           {"batcher.max_batch=64"});
+//   if (!cfg.ok()) { std::fprintf(stderr, "%s\n", cfg.status().message());
+//   return 2; } BatcherOptions b = cfg->batcher.ToOptions();
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_RUNTIME_CONFIG_H_
+#define RLVLA3_RUNTIME_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/bounded_queue.h"
+#include "runtime/config_schema.h"
+#include "runtime/dynamic_batcher.h"
+
+namespace rlvla3 {
+
+struct RunConfig {
+  std::string name = "run";        // run folder name under out_dir
+  std::string out_dir = "runs";    // parent of run folders
+  int64_t seed = 0;                // env i is seeded with seed + i
+  std::string mode = "async";      // async | sync
+  std::string log_level = "info";  // spdlog level
+};
+
+// Threads are a budget on a shared CPU: every pool size is set here.
+struct ThreadsConfig {
+  int64_t torch_intra_op = 1;  // at::set_num_threads
+  int64_t torch_inter_op = 1;  // at::set_num_interop_threads
+  int64_t env_workers = 1;     // env pool worker threads
+  int64_t inference_actors =
+      1;  // threads taking batches from the request queue
+  int64_t lp_num_threads =
+      0;  // llvmpipe rasteriser threads (0 = render on caller)
+};
+
+struct QueueConfig {
+  int64_t capacity = 1024;
+  std::string overflow = "block";  // block | drop_oldest | reject
+  int64_t max_producers = 16;
+
+  QueueOptions ToOptions() const;
+};
+
+struct QueuesConfig {
+  QueueConfig request;     // level 1: observations waiting for inference
+  QueueConfig trajectory;  // level 2: segments waiting for the learner
+};
+
+struct BatcherConfig {
+  int64_t max_batch = 32;      // B_max
+  double max_wait_ms = 2.0;    // T_max after the first item
+  double idle_poll_ms = 50.0;  // wake-up period while no request arrives
+
+  BatcherOptions ToOptions() const;
+};
+
+struct MetricsConfig {
+  double interval_s = 1.0;        // snapshot / progress period
+  std::string progress = "auto";  // auto | tty | plain | off
+  bool jsonl = true;              // write metrics.jsonl into the run folder
+  bool csv = false;               // write metrics.csv into the run folder
+};
+
+// The built-in self-check: synthetic envs -> request queue -> dynamic batcher
+// -> a LibTorch MLP policy -> replies, with tensors round-tripped through the
+// wire codec. Used by `rl-vla3 selfcheck` until the full engine exists.
+struct SelfCheckConfig {
+  int64_t num_envs = 16;        // synthetic envs, one producer thread each
+  int64_t steps_per_env = 500;  // observations each env submits
+  int64_t obs_dim = 64;         // float32 features per observation
+  int64_t action_dim = 7;       // action dimensions
+  int64_t hidden = 256;         // MLP width
+  double env_step_ms = 1.0;     // emulated simulator time per step
+};
+
+struct Config {
+  RunConfig run;
+  ThreadsConfig threads;
+  QueuesConfig queues;
+  BatcherConfig batcher;
+  MetricsConfig metrics;
+  SelfCheckConfig selfcheck;
+};
+
+// Binds every field of `*c` into `*schema` (keys, ranges, help texts).
+void DescribeConfig(Config* c, ConfigSchema* schema);
+
+// Defaults <- file (if non-empty) <- overrides ("key=value"), then cross-field
+// checks. Errors are ConfigErrors (see IsConfigError).
+absl::StatusOr<Config> LoadConfig(const std::string& path,
+                                  const std::vector<std::string>& overrides);
+
+// The resolved config as YAML (every key, defaults filled in).
+std::string ConfigToYaml(const Config& c);
+
+// Parses "block" / "drop_oldest" / "reject".
+OverflowPolicy ParseOverflowPolicy(const std::string& name);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_RUNTIME_CONFIG_H_

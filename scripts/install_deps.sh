@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package rl-vla3 needs, only when something is missing.
+# Idempotent; runs apt-get as root, or through sudo when not root.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  cmake ninja-build ccache g++ clang clang-format libclang-rt-14-dev pkg-config
+  # rpc + wire format
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  # learner / policies
+  libtorch-dev libgloo-dev
+  # simulation + headless rendering (EGL surfaceless on Mesa llvmpipe)
+  libmujoco-dev libqhull-dev libgl-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libpng-dev
+  # runtime core
+  libconcurrentqueue-dev libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # tooling used by tests (TorchScript export, report rendering check)
+  python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install_deps: installing ${#missing[@]} missing packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The full test suite, from a fresh Debian 12 machine: installs what is missing,
+# checks formatting, builds (Release) and runs every ctest test, then rebuilds
+# the concurrency tests under ThreadSanitizer and runs them.
+#   scripts/test.sh            everything
+#   RLVLA3_SKIP_TSAN=1 ...     skip the TSan pass
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+JOBS=${JOBS:-$(nproc)}
+
+bash scripts/install_deps.sh
+bash scripts/check_format.sh
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$JOBS"
+ctest --test-dir build --output-on-failure -j "$JOBS"
+
+if [ "${RLVLA3_SKIP_TSAN:-0}" != "1" ]; then
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRLVLA3_SANITIZER=thread -DRLVLA3_BUILD_BENCHMARKS=OFF
+  cmake --build build-tsan -j "$JOBS" --target bounded_queue_test dynamic_batcher_test supervisor_test
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir build-tsan --output-on-failure -L concurrency
+fi
+echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,171 @@
+#include "runtime/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace rlvla3 {
+namespace {
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Config, DefaultsWithoutFile) {
+  absl::StatusOr<Config> c = LoadConfig("", {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->batcher.max_batch, 32);
+  EXPECT_EQ(c->queues.request.overflow, "block");
+  EXPECT_EQ(c->run.mode, "async");
+}
+
+TEST(Config, FileThenOverridesApplyInOrder) {
+  const std::string path = WriteTemp(
+      "ok.yaml",
+      "run:\n  seed: 7\n  mode: sync\n"
+      "batcher:\n  max_batch: 64\n  max_wait_ms: 0.5\n"
+      "queues:\n  request:\n    capacity: 128\n    overflow: drop_oldest\n");
+  absl::StatusOr<Config> c =
+      LoadConfig(path, {"batcher.max_batch=16", "metrics.csv=true"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->run.seed, 7);
+  EXPECT_EQ(c->run.mode, "sync");
+  EXPECT_EQ(c->batcher.max_batch, 16);
+  EXPECT_DOUBLE_EQ(c->batcher.max_wait_ms, 0.5);
+  EXPECT_EQ(c->queues.request.capacity, 128);
+  EXPECT_EQ(c->queues.request.ToOptions().overflow,
+            OverflowPolicy::kDropOldest);
+  EXPECT_TRUE(c->metrics.csv);
+  EXPECT_EQ(c->batcher.ToOptions().max_wait, absl::Microseconds(500));
+}
+
+TEST(Config, UnknownKeyNamesFileKeyAndKnownKeys) {
+  const std::string path =
+      WriteTemp("unknown.yaml", "batcher:\n  max_batchh: 3\n");
+  absl::StatusOr<Config> c = LoadConfig(path, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(IsConfigError(c.status()));
+  EXPECT_EQ(c.status().message(),
+            path +
+                ": batcher.max_batchh: expected a known key under batcher "
+                "(max_batch, max_wait_ms, idle_poll_ms)");
+}
+
+TEST(Config, UnknownSection) {
+  const std::string path = WriteTemp("section.yaml", "learnr:\n  lr: 1\n");
+  absl::StatusOr<Config> c = LoadConfig(path, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(
+      c.status().message().find(path + ": learnr: expected a known key ("),
+      absl::string_view::npos)
+      << c.status();
+}
+
+TEST(Config, WrongTypeNamesValueAndExpectation) {
+  const std::string path =
+      WriteTemp("type.yaml", "batcher:\n  max_wait_ms: soon\n");
+  absl::StatusOr<Config> c = LoadConfig(path, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(
+      c.status().message(),
+      path +
+          ": batcher.max_wait_ms = \"soon\": expected a number in [0, 10000]");
+}
+
+TEST(Config, OutOfRangeAndBadChoice) {
+  absl::StatusOr<Config> c = LoadConfig("", {"queues.request.capacity=0"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "--set: queues.request.capacity = \"0\": expected an integer in "
+            "[1, 131008]");
+  c = LoadConfig("", {"queues.trajectory.overflow=spill"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(
+      c.status().message(),
+      "--set: queues.trajectory.overflow = \"spill\": expected one of: block, "
+      "drop_oldest, reject");
+  c = LoadConfig("", {"metrics.interval_s=0"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("expected a number in (0, 3600]"),
+            absl::string_view::npos);
+}
+
+TEST(Config, BoolsIntegersAndListsAreStrict) {
+  EXPECT_FALSE(LoadConfig("", {"metrics.csv=maybe"}).ok());
+  EXPECT_FALSE(LoadConfig("", {"batcher.max_batch=2.5"}).ok());
+  const std::string path =
+      WriteTemp("list.yaml", "batcher:\n  max_batch: [1, 2]\n");
+  absl::StatusOr<Config> c = LoadConfig(path, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(
+      c.status().message(),
+      path +
+          ": batcher.max_batch = \"a list\": expected an integer in [1, 4096]");
+}
+
+TEST(Config, SectionGivenAScalar) {
+  const std::string path = WriteTemp("scalar.yaml", "batcher: 5\n");
+  absl::StatusOr<Config> c = LoadConfig(path, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            path + ": batcher = \"5\": expected a mapping (it is a section)");
+}
+
+TEST(Config, SyntaxErrorHasLineAndColumn) {
+  const std::string path =
+      WriteTemp("syntax.yaml", "batcher:\n  max_batch: [1, 2\n");
+  absl::StatusOr<Config> c = LoadConfig(path, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_TRUE(IsConfigError(c.status()));
+  EXPECT_EQ(c.status().message().rfind(path + ":", 0), 0u) << c.status();
+  EXPECT_NE(c.status().message().find("expected valid YAML"),
+            absl::string_view::npos);
+}
+
+TEST(Config, MissingFile) {
+  absl::StatusOr<Config> c = LoadConfig("/nonexistent/rl.yaml", {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "/nonexistent/rl.yaml: (document): expected a readable file");
+}
+
+TEST(Config, MalformedOverride) {
+  absl::StatusOr<Config> c = LoadConfig("", {"batcher.max_batch"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "--set: batcher.max_batch: expected key=value");
+}
+
+TEST(Config, CrossFieldCheck) {
+  absl::StatusOr<Config> c =
+      LoadConfig("", {"queues.request.capacity=8", "batcher.max_batch=16"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "--set: batcher.max_batch = \"16\": expected at most "
+            "queues.request.capacity (8)");
+}
+
+TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
+  absl::StatusOr<Config> a = LoadConfig(
+      "", {"run.name=round trip", "batcher.max_wait_ms=0.25", "run.seed=42"});
+  ASSERT_TRUE(a.ok());
+  const std::string yaml = ConfigToYaml(*a);
+  const std::string path = WriteTemp("printed.yaml", yaml);
+  absl::StatusOr<Config> b = LoadConfig(path, {});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(ConfigToYaml(*b), yaml);
+  EXPECT_EQ(b->run.name, "round trip");
+  EXPECT_EQ(b->run.seed, 42);
+}
+
+TEST(Config, EmptyFileMeansDefaults) {
+  const std::string path = WriteTemp("empty.yaml", "");
+  EXPECT_TRUE(LoadConfig(path, {}).ok());
+}
+
+}  // namespace
+}  // namespace rlvla3
