@@ -28,8 +28,9 @@ constexpr int64_t kItems = 200000;
 constexpr size_t kCapacity = 1024;
 constexpr size_t kPopBulk = 64;
 
-QueueOptions Options(size_t producers) {
+QueueOptions Options(size_t producers, int spin) {
   QueueOptions o;
+  o.spin_before_sleep = spin;
   o.capacity = kCapacity;
   o.overflow = OverflowPolicy::kBlock;
   o.max_producers = producers + 2;
@@ -39,8 +40,9 @@ QueueOptions Options(size_t producers) {
 template <typename Q>
 void BM_Queue(benchmark::State& state) {
   const int producers = static_cast<int>(state.range(0));
+  const int spin = static_cast<int>(state.range(1));
   for (auto _ : state) {
-    Q q(Options(static_cast<size_t>(producers)));
+    Q q(Options(static_cast<size_t>(producers), spin));
     std::vector<std::thread> threads;
     const int64_t per = kItems / producers;
     for (int p = 0; p < producers; ++p) {
@@ -72,11 +74,12 @@ struct Stamped {
 template <typename Q>
 void BM_BatcherLatency(benchmark::State& state) {
   const size_t b_max = static_cast<size_t>(state.range(0));
+  const int spin = static_cast<int>(state.range(1));
   constexpr int kBursts = 400;
   std::vector<double> latencies_us;
   latencies_us.reserve(kBursts * b_max);
   for (auto _ : state) {
-    Q q(Options(1));
+    Q q(Options(1, spin));
     BatcherOptions bo;
     bo.max_batch = b_max;
     bo.max_wait = absl::Milliseconds(1);
@@ -117,26 +120,26 @@ void BM_BatcherLatency(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(latencies_us.size()));
 }
 
+// Args: {producers or B_max, semaphore spins before sleeping (BoundedQueue
+// only)}.
 BENCHMARK_TEMPLATE(BM_Queue, BoundedQueue<uint64_t>)
-    ->Arg(1)
-    ->Arg(4)
+    ->ArgsProduct({{1, 4}, {0, 100, 10000}})
+    ->ArgNames({"producers", "spin"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_Queue, MutexDequeQueue<uint64_t>)
-    ->Arg(1)
-    ->Arg(4)
+    ->ArgsProduct({{1, 4}, {0}})
+    ->ArgNames({"producers", "spin"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_BatcherLatency, BoundedQueue<Stamped>)
-    ->Arg(1)
-    ->Arg(16)
-    ->Arg(64)
+    ->ArgsProduct({{1, 16, 64}, {0, 100, 10000}})
+    ->ArgNames({"b_max", "spin"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_BatcherLatency, MutexDequeQueue<Stamped>)
-    ->Arg(1)
-    ->Arg(16)
-    ->Arg(64)
+    ->ArgsProduct({{1, 16, 64}, {0}})
+    ->ArgNames({"b_max", "spin"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

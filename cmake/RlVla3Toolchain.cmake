@@ -18,6 +18,14 @@ elseif(NOT RLVLA3_SANITIZER STREQUAL "")
   message(FATAL_ERROR "RLVLA3_SANITIZER must be '', 'address' or 'thread', got '${RLVLA3_SANITIZER}'")
 endif()
 
+if(RLVLA3_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "RLVLA3_BUILD_FUZZERS needs clang (CC=clang CXX=clang++)")
+  endif()
+  # Coverage instrumentation everywhere; the fuzz binaries add -fsanitize=fuzzer.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 # Adds a library target named rlvla3_<name> with the alias rlvla3::<name>.
 function(rlvla3_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})

@@ -16,6 +16,8 @@ void DescribeQueue(const std::string& key, QueueConfig* q, ConfigSchema* s) {
             "what a push does when full");
   s->Int(key + ".max_producers", &q->max_producers, {1, 4096},
          "threads that push; storage is preallocated for them");
+  s->Int(key + ".spin_before_sleep", &q->spin_before_sleep, {0, 1000000},
+         "semaphore polls before a waiter sleeps (0 on oversubscribed cores)");
 }
 
 }  // namespace
@@ -31,6 +33,7 @@ QueueOptions QueueConfig::ToOptions() const {
   o.capacity = static_cast<size_t>(capacity);
   o.overflow = ParseOverflowPolicy(overflow);
   o.max_producers = static_cast<size_t>(max_producers);
+  o.spin_before_sleep = static_cast<int>(spin_before_sleep);
   return o;
 }
 

@@ -48,6 +48,7 @@ struct QueueConfig {
   int64_t capacity = 1024;
   std::string overflow = "block";  // block | drop_oldest | reject
   int64_t max_producers = 16;
+  int64_t spin_before_sleep = 0;
 
   QueueOptions ToOptions() const;
 };

@@ -14,7 +14,7 @@ Supervisor::Supervisor(std::function<void()> on_stop)
 Supervisor::~Supervisor() {
   bool waited;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     waited = running_ == 0;
   }
   if (!waited) RequestStop();
@@ -25,7 +25,7 @@ Supervisor::~Supervisor() {
 
 void Supervisor::Spawn(std::string name, std::function<absl::Status()> body) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     ++running_;
   }
   threads_.emplace_back([this, name = std::move(name),
@@ -45,7 +45,7 @@ void Supervisor::Spawn(std::string name, std::function<absl::Status()> body) {
 void Supervisor::Finish(const std::string& name, absl::Status s) {
   bool stop = false;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!s.ok() && first_error_.ok()) {
       first_error_ =
           absl::Status(s.code(), absl::StrCat(name, ": ", s.message()));
@@ -53,6 +53,7 @@ void Supervisor::Finish(const std::string& name, absl::Status s) {
       stop = true;
     }
     --running_;
+    if (running_ == 0) all_done_.notify_all();
   }
   if (!s.ok()) spdlog::error("{} failed: {}", name, s.ToString());
   if (stop) StopOnce();
@@ -60,7 +61,7 @@ void Supervisor::Finish(const std::string& name, absl::Status s) {
 
 void Supervisor::StopOnce() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (stop_hook_ran_) return;
     stop_hook_ran_ = true;
   }
@@ -69,33 +70,32 @@ void Supervisor::StopOnce() {
 
 void Supervisor::RequestStop() {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   StopOnce();
 }
 
 bool Supervisor::stopping() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return stopping_;
 }
 
 int Supervisor::running() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return running_;
 }
 
 absl::Status Supervisor::Wait() {
   {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](int* n) { return *n == 0; }, &running_));
+    std::unique_lock<std::mutex> lock(mu_);
+    all_done_.wait(lock, [this] { return running_ == 0; });
   }
   // Every body has returned; the joins below only reap finished threads.
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return first_error_;
 }
 

@@ -17,14 +17,15 @@
 #ifndef RLVLA3_RUNTIME_SUPERVISOR_H_
 #define RLVLA3_RUNTIME_SUPERVISOR_H_
 
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rlvla3 {
 
@@ -57,7 +58,11 @@ class Supervisor {
   void StopOnce();
 
   std::function<void()> on_stop_;
-  mutable absl::Mutex mu_;
+  // std::mutex rather than absl::Mutex: Debian's Abseil is not
+  // TSan-instrumented, so TSan could not see absl::Mutex synchronise the
+  // threads it watches.
+  mutable std::mutex mu_;
+  std::condition_variable all_done_;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_hook_ran_ ABSL_GUARDED_BY(mu_) = false;

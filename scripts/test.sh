@@ -20,7 +20,7 @@ if [ "${RLVLA3_SKIP_TSAN:-0}" != "1" ]; then
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DRLVLA3_SANITIZER=thread -DRLVLA3_BUILD_BENCHMARKS=OFF
   cmake --build build-tsan -j "$JOBS" --target bounded_queue_test dynamic_batcher_test supervisor_test
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
     ctest --test-dir build-tsan --output-on-failure -L concurrency
 fi
 echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"
