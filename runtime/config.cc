@@ -55,6 +55,14 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Choice("run.log_level", &c->run.log_level,
             {"trace", "debug", "info", "warn", "error"}, "log verbosity");
 
+  s->Int("env.num_envs", &c->env.num_envs, {1, 4096}, "envs in the pool");
+  s->Int("env.image_width", &c->env.image_width, {16, 1024},
+         "camera image width (pixels)");
+  s->Int("env.image_height", &c->env.image_height, {16, 1024},
+         "camera image height (pixels)");
+  s->Bool("env.shaped_reward", &c->env.shaped_reward,
+          "shaped reward instead of sparse success");
+
   s->Int("threads.torch_intra_op", &c->threads.torch_intra_op, {1, 256},
          "LibTorch intra-op threads");
   s->Int("threads.torch_inter_op", &c->threads.torch_inter_op, {1, 256},

@@ -85,8 +85,17 @@ struct SelfCheckConfig {
   double env_step_ms = 1.0;     // emulated simulator time per step
 };
 
+// The simulated tasks (envs/).
+struct EnvConfig {
+  int64_t num_envs = 8;       // envs in the pool
+  int64_t image_width = 128;  // camera resolution (pixels)
+  int64_t image_height = 128;
+  bool shaped_reward = false;  // sparse success reward unless true
+};
+
 struct Config {
   RunConfig run;
+  EnvConfig env;
   ThreadsConfig threads;
   QueuesConfig queues;
   BatcherConfig batcher;

@@ -6,10 +6,13 @@
 #include <optional>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
+#include "services/expert_eval.h"
 #include "services/selfcheck.h"
 
 namespace rlvla3 {
@@ -30,42 +33,62 @@ constexpr char kUsage[] =
     "  help       this text\n";
 
 // The flags every verb shares.
+// The flags every verb shares, plus the verb's own (`extra`, by flag name).
 struct CommonFlags {
   std::string config_path;
   std::vector<std::string> overrides;
+  std::vector<std::pair<std::string, std::string>> extra;
+
+  // Every value given for `flag`, in order.
+  std::vector<std::string> All(const std::string& flag) const {
+    std::vector<std::string> v;
+    for (const auto& [k, val] : extra) {
+      if (k == flag) v.push_back(val);
+    }
+    return v;
+  }
+  // The last value given for `flag`, or `fallback`.
+  std::string Get(const std::string& flag, const std::string& fallback) const {
+    auto v = All(flag);
+    return v.empty() ? fallback : v.back();
+  }
 };
 
-// Parses --config FILE / --config=FILE and --set k=v / --set=k=v.
-std::optional<CommonFlags> ParseFlags(const std::vector<std::string>& args,
-                                      size_t first) {
+// Parses --config FILE / --config=FILE, --set k=v / --set=k=v, and the flags
+// named in `verb_flags` (each takes one value, as --flag V or --flag=V).
+std::optional<CommonFlags> ParseFlags(
+    const std::vector<std::string>& args, size_t first,
+    const std::vector<std::string>& verb_flags = {}) {
   CommonFlags f;
+  std::vector<std::string> flags = {"--config", "--set"};
+  flags.insert(flags.end(), verb_flags.begin(), verb_flags.end());
   for (size_t i = first; i < args.size(); ++i) {
     const std::string& a = args[i];
-    auto value = [&](const std::string& flag) -> std::optional<std::string> {
-      if (a == flag) {
-        if (i + 1 >= args.size()) return std::nullopt;
-        return args[++i];
-      }
-      return a.substr(flag.size() + 1);
-    };
-    if (a == "--config" || absl::StartsWith(a, "--config=")) {
-      auto v = value("--config");
-      if (!v) {
-        std::fprintf(stderr, "rl-vla3: --config needs a file\n");
-        return std::nullopt;
-      }
-      f.config_path = *v;
-    } else if (a == "--set" || absl::StartsWith(a, "--set=")) {
-      auto v = value("--set");
-      if (!v) {
-        std::fprintf(stderr, "rl-vla3: --set needs key=value\n");
-        return std::nullopt;
-      }
-      f.overrides.push_back(*v);
-    } else {
+    const std::string* matched = nullptr;
+    for (const auto& flag : flags) {
+      if (a == flag || absl::StartsWith(a, flag + "=")) matched = &flag;
+    }
+    if (matched == nullptr) {
       std::fprintf(stderr, "rl-vla3: unknown argument '%s'\n%s", a.c_str(),
                    kUsage);
       return std::nullopt;
+    }
+    std::string value;
+    if (a == *matched) {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "rl-vla3: %s needs a value\n", matched->c_str());
+        return std::nullopt;
+      }
+      value = args[++i];
+    } else {
+      value = a.substr(matched->size() + 1);
+    }
+    if (*matched == "--config") {
+      f.config_path = value;
+    } else if (*matched == "--set") {
+      f.overrides.push_back(value);
+    } else {
+      f.extra.emplace_back(*matched, value);
     }
   }
   return f;
@@ -80,6 +103,14 @@ std::optional<Config> LoadOrReport(const CommonFlags& f) {
     return std::nullopt;
   }
   return *std::move(c);
+}
+
+EnvOptions EnvOptionsFromConfig(const Config& c) {
+  EnvOptions o;
+  o.image_width = static_cast<int>(c.env.image_width);
+  o.image_height = static_cast<int>(c.env.image_height);
+  o.shaped_reward = c.env.shaped_reward;
+  return o;
 }
 
 int VerbConfig(const CommonFlags& f) {
@@ -123,6 +154,38 @@ int VerbSelfCheck(const CommonFlags& f) {
   return r->ok() ? kExitOk : kExitFailure;
 }
 
+// Parses a positive integer flag value; nullopt (after a message) if invalid.
+std::optional<int> PositiveInt(const std::string& flag,
+                               const std::string& text) {
+  int v = 0;
+  if (!absl::SimpleAtoi(text, &v) || v < 1) {
+    std::fprintf(stderr, "rl-vla3: %s = \"%s\": expected a positive integer\n",
+                 flag.c_str(), text.c_str());
+    return std::nullopt;
+  }
+  return v;
+}
+
+int VerbExpertEval(const CommonFlags& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  auto episodes = PositiveInt("--episodes", f.Get("--episodes", "50"));
+  if (!episodes) return kExitUsage;
+  const auto start = absl::Now();
+  absl::StatusOr<std::vector<ExpertTaskResult>> r =
+      EvaluateExperts(f.All("--task"), *episodes, EnvOptionsFromConfig(*c),
+                      static_cast<int>(c->threads.env_workers));
+  if (!r.ok()) {
+    spdlog::error("expert-eval: {}", r.status().ToString());
+    return absl::IsNotFound(r.status()) ? kExitUsage : kExitFailure;
+  }
+  std::printf("%s", FormatExpertResults(*r).c_str());
+  std::printf("scripted experts, %d seeded initial states per task, %.1f s\n",
+              *episodes, absl::ToDoubleSeconds(absl::Now() - start));
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args) {
@@ -135,6 +198,10 @@ int RunCli(const std::vector<std::string>& args) {
   if (verb == "version" || verb == "--version") {
     std::printf("rl-vla3 %s\n", RLVLA3_VERSION);
     return kExitOk;
+  }
+  if (verb == "expert-eval") {
+    auto flags = ParseFlags(args, 1, {"--task", "--episodes"});
+    return flags ? VerbExpertEval(*flags) : kExitUsage;
   }
   auto flags = ParseFlags(args, 1);
   if (!flags) return kExitUsage;

@@ -1,0 +1,199 @@
+#include "envs/manipulation_env.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr int kSettleSteps =
+    100;  // physics steps after placing objects (0.2 s)
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const TaskModel>> TaskModel::Create(
+    const TaskSpec& task, const EnvOptions& options) {
+  SceneSpec scene;
+  scene.objects = task.objects;
+  scene.image_width = options.image_width;
+  scene.image_height = options.image_height;
+  absl::StatusOr<MjModelPtr> model = LoadModelFromString(
+      BuildSceneXml(scene), absl::StrCat(task.name, ".xml"));
+  if (!model.ok()) return model.status();
+  absl::StatusOr<ArmController> c =
+      ArmController::Create(model->get(), options.controller);
+  if (!c.ok()) return c.status();
+  absl::StatusOr<GoalChecker> g = GoalChecker::Create(model->get(), task);
+  if (!g.ok()) return g.status();
+  std::shared_ptr<TaskModel> t(
+      new TaskModel(task, *std::move(model), *c, *std::move(g)));
+  const mjModel* m = t->model();
+  for (const auto& p : task.placements) {
+    const int j = mj_name2id(m, mjOBJ_JOINT, (p.object + "_joint").c_str());
+    if (j < 0)
+      return absl::InvalidArgumentError(
+          absl::StrCat(task.name, ": no object ", p.object));
+    t->object_qpos_.push_back(m->jnt_qposadr[j]);
+  }
+  const int drawer = mj_name2id(m, mjOBJ_JOINT, "drawer_slide");
+  t->drawer_qpos_ = drawer >= 0 ? m->jnt_qposadr[drawer] : -1;
+  t->goal_body_ = task.goal.empty()
+                      ? -1
+                      : mj_name2id(m, mjOBJ_BODY, task.goal[0].a.c_str());
+  return std::shared_ptr<const TaskModel>(std::move(t));
+}
+
+absl::StatusOr<std::unique_ptr<ManipulationEnv>> ManipulationEnv::Create(
+    std::shared_ptr<const TaskModel> task, const EnvOptions& options,
+    uint64_t seed, int env_id) {
+  absl::StatusOr<MjDataPtr> data = MakeData(task->model());
+  if (!data.ok()) return data.status();
+  std::unique_ptr<ManipulationEnv> env(new ManipulationEnv(
+      std::move(task), options, *std::move(data), seed, env_id));
+  if (options.render) {
+    absl::StatusOr<std::unique_ptr<Renderer>> r = Renderer::Create(
+        env->model(), options.image_width, options.image_height);
+    if (!r.ok()) return r.status();
+    env->renderer_ = *std::move(r);
+    env->agentview_cam_ = Renderer::CameraId(env->model(), "agentview");
+    env->wrist_cam_ = Renderer::CameraId(env->model(), "wrist");
+  }
+  env->Reset();
+  return env;
+}
+
+ManipulationEnv::ManipulationEnv(std::shared_ptr<const TaskModel> task,
+                                 const EnvOptions& o, MjDataPtr data,
+                                 uint64_t seed, int env_id)
+    : task_(std::move(task)),
+      options_(o),
+      data_(std::move(data)),
+      rng_(seed + static_cast<uint64_t>(env_id)),
+      env_id_(env_id) {
+  const size_t image = static_cast<size_t>(o.image_width) * o.image_height * 3;
+  obs_.agentview.assign(image, 0);
+  obs_.wrist.assign(image, 0);
+  obs_.instruction = &task_->task().instruction;
+}
+
+void ManipulationEnv::Reset() {
+  Reset(static_cast<int>(rng_() % static_cast<uint64_t>(kInitStatesPerTask)));
+}
+
+void ManipulationEnv::Reset(int init_id) {
+  const mjModel* m = model();
+  mjData* d = data_.get();
+  mj_resetData(m, d);
+  init_id_ = init_id;
+  const InitialState s = SampleInitialState(task_->task(), init_id);
+  const auto& adr = task_->object_qpos();
+  for (size_t i = 0; i < s.poses.size() && i < adr.size(); ++i) {
+    mjtNum* q = d->qpos + adr[i];
+    q[0] = s.poses[i].x;
+    q[1] = s.poses[i].y;
+    q[2] = 0.002;  // just above the table; settles below
+    if (task_->task().objects.size() > i) {
+      for (const auto& o : task_->task().objects) {
+        if (o.name == s.poses[i].object && o.kind == ObjectKind::kCube) {
+          q[2] = SceneGeometry::kCubeHalf + 0.002;
+        }
+      }
+    }
+    q[3] = std::cos(s.poses[i].yaw / 2);
+    q[4] = 0;
+    q[5] = 0;
+    q[6] = std::sin(s.poses[i].yaw / 2);
+  }
+  if (task_->drawer_qpos() >= 0) {
+    d->qpos[task_->drawer_qpos()] =
+        s.drawer_open * SceneGeometry::kDrawerTravel;
+  }
+  task_->controller().ResetToHome(m, d);
+  for (int i = 0; i < kSettleSteps; ++i) {
+    task_->controller().Compensate(m, d);
+    mj_step(m, d);
+  }
+  mj_forward(m, d);
+  step_ = 0;
+  if (episode_started_) ++episode_;
+  episode_started_ = true;
+  Observe();
+}
+
+bool ManipulationEnv::Unstable() const {
+  const mjModel* m = model();
+  const mjData* d = data_.get();
+  for (int i = 0; i < m->nq; ++i) {
+    if (!std::isfinite(d->qpos[i])) return true;
+  }
+  for (int i = 0; i < m->nv; ++i) {
+    if (!std::isfinite(d->qvel[i])) return true;
+  }
+  return d->warning[mjWARN_BADQACC].number > 0 ||
+         d->warning[mjWARN_BADQPOS].number > 0 ||
+         d->warning[mjWARN_BADQVEL].number > 0;
+}
+
+absl::StatusOr<StepResult> ManipulationEnv::Step(
+    absl::Span<const float> action) {
+  if (action.size() != kActionDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("env ", env_id_, ": action has ", action.size(),
+                     " values, expected ", kActionDim));
+  }
+  for (size_t i = 0; i < action.size(); ++i) {
+    if (!std::isfinite(action[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("env ", env_id_, ": action[", i, "] is ", action[i]));
+    }
+  }
+  const mjModel* m = model();
+  mjData* d = data_.get();
+  const ArmController& arm = task_->controller();
+  arm.SetAction(m, d, action.data());
+  for (int i = 0; i < options_.physics_substeps; ++i) {
+    arm.Compensate(m, d);
+    mj_step(m, d);
+  }
+  ++step_;
+  StepResult r;
+  if (Unstable()) {
+    r.truncated = true;
+    r.unstable = true;
+    return r;
+  }
+  mj_forward(m, d);  // positions and sensors of the new state
+  r.success = task_->goal().Satisfied(m, d);
+  r.done = r.success;
+  r.truncated = !r.done && step_ >= task_->task().max_steps;
+  r.reward = r.success ? 1.0f : 0.0f;
+  if (options_.shaped_reward && !r.success && task_->goal_body() >= 0) {
+    const mjtNum* a = d->xpos + 3 * task_->goal_body();
+    const mjtNum* e = d->site_xpos + 3 * arm.eef_site();
+    r.reward = -0.1f * static_cast<float>(
+                           std::hypot(a[0] - e[0], a[1] - e[1], a[2] - e[2]));
+  }
+  Observe();
+  return r;
+}
+
+void ManipulationEnv::Observe() {
+  mjData* d = data_.get();
+  double pos[3], quat[4], rotvec[3], fingers[2];
+  task_->controller().EefPose(d, pos, quat);
+  mju_quat2Vel(rotvec, quat, 1.0);
+  task_->controller().FingerPositions(d, fingers);
+  for (int i = 0; i < 3; ++i) {
+    obs_.proprio[i] = static_cast<float>(pos[i]);
+    obs_.proprio[3 + i] = static_cast<float>(rotvec[i]);
+  }
+  obs_.proprio[6] = static_cast<float>(fingers[0]);
+  obs_.proprio[7] = static_cast<float>(fingers[1]);
+  if (renderer_) {
+    renderer_->Render(model(), d, agentview_cam_, obs_.agentview.data());
+    renderer_->Render(model(), d, wrist_cam_, obs_.wrist.data());
+  }
+}
+
+}  // namespace rlvla3

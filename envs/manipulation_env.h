@@ -1,0 +1,143 @@
+// File: envs/manipulation_env.h
+// -----------------------------------------------------------------------------
+// ManipulationEnv: one tabletop task episode after another. A TaskModel (the
+// compiled, immutable mjModel of a task plus its controller and goal checker)
+// is shared by every env of that task; each env owns its mjData, its
+// observation buffers and, when rendering, a Renderer.
+//
+// Control as in LIBERO: a 7-D action in [-1, 1] at 20 Hz (25 physics steps of
+// 2 ms each). Observation: agentview and wrist RGB (uint8 HWC), 8-D proprio
+// (eef position, axis-angle, two finger positions), the instruction. Reward:
+// sparse success (1 on the step the goal first holds), or shaped. An episode
+// ends on success (done) or at max_steps / physics instability (truncated).
+//
+// Example:
+//   auto task = TaskModel::Create(*FindTask("lift_the_red_cube"), {});
+//   auto env = ManipulationEnv::Create(*task, {}, /*seed=*/0, /*env_id=*/3);
+//   (*env)->Reset();                         // init state from seed + env_id
+//   absl::StatusOr<StepResult> r = (*env)->Step(action);   // 7 floats
+//   const Observation& obs = (*env)->observation();
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_ENVS_MANIPULATION_ENV_H_
+#define RLVLA3_ENVS_MANIPULATION_ENV_H_
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "envs/arm_controller.h"
+#include "envs/mujoco_handles.h"
+#include "envs/renderer.h"
+#include "envs/task.h"
+
+namespace rlvla3 {
+
+inline constexpr int kActionDim = 7;
+inline constexpr int kProprioDim = 8;
+
+struct EnvOptions {
+  int image_width = 128;
+  int image_height = 128;
+  bool render = true;         // false: images stay zero (physics-only use)
+  int physics_substeps = 25;  // per control step: 500 Hz physics, 20 Hz control
+  bool shaped_reward = false;  // add -0.1 * distance(eef, goal object) per step
+  ArmControllerOptions controller;
+};
+
+// The immutable part of a task, shared across envs and threads.
+class TaskModel {
+ public:
+  static absl::StatusOr<std::shared_ptr<const TaskModel>> Create(
+      const TaskSpec& task, const EnvOptions& options);
+  const mjModel* model() const { return model_.get(); }
+  const TaskSpec& task() const { return task_; }
+  const ArmController& controller() const { return controller_; }
+  const GoalChecker& goal() const { return goal_; }
+  // qpos address of each placed object's free joint, in placement order.
+  const std::vector<int>& object_qpos() const { return object_qpos_; }
+  int drawer_qpos() const { return drawer_qpos_; }
+  int goal_body() const { return goal_body_; }
+
+ private:
+  TaskModel(TaskSpec task, MjModelPtr model, ArmController c, GoalChecker g)
+      : task_(std::move(task)),
+        model_(std::move(model)),
+        controller_(c),
+        goal_(std::move(g)) {}
+  TaskSpec task_;
+  MjModelPtr model_;
+  ArmController controller_;
+  GoalChecker goal_;
+  std::vector<int> object_qpos_;
+  int drawer_qpos_ = -1;
+  int goal_body_ = -1;
+};
+
+struct Observation {
+  std::vector<uint8_t> agentview;  // [H, W, 3]
+  std::vector<uint8_t> wrist;      // [H, W, 3]
+  float proprio[kProprioDim] = {};
+  const std::string* instruction = nullptr;
+};
+
+struct StepResult {
+  float reward = 0.0f;
+  bool done = false;  // the goal holds: episode ends in success
+  bool success = false;
+  bool truncated = false;  // max_steps reached, or physics became unstable
+  bool unstable = false;   // truncated because of NaN/Inf or MuJoCo warnings
+};
+
+class ManipulationEnv {
+ public:
+  // Rendering needs a current EGL context on the calling thread.
+  static absl::StatusOr<std::unique_ptr<ManipulationEnv>> Create(
+      std::shared_ptr<const TaskModel> task, const EnvOptions& options,
+      uint64_t seed, int env_id);
+
+  // Starts an episode from a random one of the task's initial states (drawn
+  // from seed + env_id), or from `init_id`.
+  void Reset();
+  void Reset(int init_id);
+  // Advances one control step. An action of the wrong size or with NaN/Inf is
+  // rejected (InvalidArgument naming the env), and nothing is stepped.
+  absl::StatusOr<StepResult> Step(absl::Span<const float> action);
+
+  const Observation& observation() const { return obs_; }
+  const TaskModel& task() const { return *task_; }
+  const mjModel* model() const { return task_->model(); }
+  mjData* data() { return data_.get(); }
+  const mjData* data() const { return data_.get(); }
+  int env_id() const { return env_id_; }
+  int init_id() const { return init_id_; }
+  int step_count() const { return step_; }
+  uint64_t episode_id() const { return episode_; }
+
+ private:
+  ManipulationEnv(std::shared_ptr<const TaskModel> task, const EnvOptions& o,
+                  MjDataPtr data, uint64_t seed, int env_id);
+  void Observe();
+  bool Unstable() const;
+
+  std::shared_ptr<const TaskModel> task_;
+  EnvOptions options_;
+  MjDataPtr data_;
+  std::unique_ptr<Renderer> renderer_;
+  int agentview_cam_ = -1;
+  int wrist_cam_ = -1;
+  std::mt19937_64 rng_;
+  int env_id_;
+  int init_id_ = 0;
+  int step_ = 0;
+  uint64_t episode_ = 0;
+  bool episode_started_ = false;
+  Observation obs_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_ENVS_MANIPULATION_ENV_H_
