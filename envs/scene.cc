@@ -196,7 +196,7 @@ std::string BuildSceneXml(const SceneSpec& spec) {
   <default>
     <default class="arm">
       <geom contype="2" conaffinity="0" rgba="0.92 0.92 0.95 1" density="300"/>
-      <joint damping="2" armature="0.05"/>
+      <joint damping="20" armature="0.05"/>
       <position kp="300" forcerange="-80 80"/>
     </default>
     <default class="finger">

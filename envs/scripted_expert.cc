@@ -17,6 +17,8 @@ constexpr int kGraspSteps = 6;         // steps with the gripper closing
 constexpr int kReleaseSteps = 5;
 constexpr int kPhaseTimeout = 45;  // steps before a phase gives up and moves on
 constexpr double kTol = 0.012;
+constexpr double kGain =
+    0.6;  // fraction of the position error corrected per step
 
 double WrapQuarter(double yaw) {
   // Cubes are symmetric under 90 degree turns: the closest equivalent yaw.
@@ -114,7 +116,7 @@ bool ScriptedExpert::MoveTo(const ManipulationEnv& env, const double target[3],
   for (int i = 0; i < 3; ++i) {
     const double e = target[i] - pos[i];
     err2 += e * e;
-    action[i] = Clip(e / o.max_delta_pos);
+    action[i] = Clip(kGain * e / o.max_delta_pos);
   }
   // Orientation: hand pointing down, turned by `yaw` about world z.
   const double down[4] = {0, 1, 0, 0};
