@@ -187,7 +187,7 @@ std::string BuildSceneXml(const SceneSpec& spec) {
   <visual>
     <global offwidth="%d" offheight="%d"/>
     <quality shadowsize="%d" offsamples="0"/>
-    <headlight ambient="0.45 0.45 0.45" diffuse="0.5 0.5 0.5" specular="0.1 0.1 0.1"/>
+    <headlight ambient="0.25 0.25 0.25" diffuse="0.35 0.35 0.35" specular="0.05 0.05 0.05"/>
   </visual>
   <asset>
     <texture name="floor_tex" type="2d" builtin="checker" rgb1="0.3 0.32 0.35" rgb2="0.22 0.24 0.26" width="64" height="64"/>
@@ -208,10 +208,10 @@ std::string BuildSceneXml(const SceneSpec& spec) {
     </default>
   </default>
   <worldbody>
-    <light pos="0 0 2.5" dir="0 0 -1" directional="true" castshadow="%s"/>
+    <light pos="0.3 -0.3 2.5" dir="-0.1 0.1 -1" directional="true" diffuse="0.45 0.45 0.45" castshadow="%s"/>
     <geom name="floor" type="plane" pos="0 0 -0.75" size="3 3 0.1" material="floor_mat" contype="1" conaffinity="1"/>
     <body name="table" pos="0 0 0">
-      <geom name="table_top" type="box" pos="-0.1 0 -0.025" size="0.6 0.5 0.025" rgba="0.72 0.6 0.45 1" contype="1" conaffinity="1" friction="1 0.01 0.001"/>
+      <geom name="table_top" type="box" pos="-0.1 0 -0.025" size="0.6 0.5 0.025" rgba="0.55 0.45 0.34 1" contype="1" conaffinity="1" friction="1 0.01 0.001"/>
       <geom type="box" pos="-0.1 0 -0.4" size="0.05 0.05 0.35" rgba="0.4 0.3 0.2 1" contype="0" conaffinity="0"/>
     </body>
     <camera name="agentview" pos="0.62 0 0.62" xyaxes="0 1 0 -0.59 0 0.8" fovy="50"/>
@@ -241,7 +241,7 @@ std::string BuildSceneXml(const SceneSpec& spec) {
                     <body name="hand" pos="0 0 0.02">
                       <geom type="box" size="0.025 0.07 0.025" pos="0 0 0.025" rgba="0.25 0.25 0.28 1"/>
                       <camera name="wrist" pos="-0.07 0 0.03" xyaxes="0 -1 0 -0.914 0 0.406" fovy="75"/>
-                      <site name="eef" pos="0 0 0.115" size="0.006" rgba="1 0 0 0.3"/>
+                      <site name="eef" pos="0 0 0.115" size="0.006" rgba="0 0 0 0"/>
                       <body name="left_finger" pos="0 0 0.05">
                         <joint name="finger_left" class="finger" type="slide" axis="0 1 0" range="0 0.045"/>
                         <geom class="finger" type="box" size="0.012 0.006 0.045" pos="0 0.008 0.045"/>

@@ -9,11 +9,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "envs/egl_context.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
 #include "services/expert_eval.h"
 #include "services/selfcheck.h"
+#include "services/visualize.h"
 
 namespace rlvla3 {
 namespace {
@@ -186,6 +188,62 @@ int VerbExpertEval(const CommonFlags& f) {
   return kExitOk;
 }
 
+int VerbRender(const CommonFlags& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
+  auto init = PositiveInt("--init",
+                          std::to_string(std::stoi(f.Get("--init", "0")) + 1));
+  if (!init) return kExitUsage;
+  const std::string task = f.Get("--task", "");
+  const std::string out = f.Get("--out", "frame.png");
+  if (task.empty()) {
+    std::fprintf(stderr, "rl-vla3: render needs --task NAME\n");
+    return kExitUsage;
+  }
+  absl::Status s =
+      RenderInitialState(task, *init - 1, EnvOptionsFromConfig(*c), out);
+  if (!s.ok()) {
+    spdlog::error("render: {}", s.ToString());
+    return absl::IsNotFound(s) ? kExitUsage : kExitFailure;
+  }
+  std::printf(
+      "wrote %s (agentview | wrist, %dx%d each) for task %s, initial state "
+      "%d\n",
+      out.c_str(), static_cast<int>(c->env.image_width),
+      static_cast<int>(c->env.image_height), task.c_str(), *init - 1);
+  return kExitOk;
+}
+
+int VerbRolloutVideo(const CommonFlags& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
+  auto init = PositiveInt("--init",
+                          std::to_string(std::stoi(f.Get("--init", "0")) + 1));
+  if (!init) return kExitUsage;
+  const std::string task = f.Get("--task", "");
+  const std::string out = f.Get("--out", "run.gif");
+  if (task.empty()) {
+    std::fprintf(stderr, "rl-vla3: rollout-video needs --task NAME\n");
+    return kExitUsage;
+  }
+  absl::StatusOr<RolloutSummary> r =
+      RecordRollout(task, f.Get("--policy", "expert"), *init - 1,
+                    EnvOptionsFromConfig(*c), out);
+  if (!r.ok()) {
+    spdlog::error("rollout-video: {}", r.status().ToString());
+    return absl::IsNotFound(r.status()) || absl::IsInvalidArgument(r.status())
+               ? kExitUsage
+               : kExitFailure;
+  }
+  std::printf("wrote %s: %d steps, %s, %d frames\n", out.c_str(), r->steps,
+              r->success ? "success" : "no success", r->frames);
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args) {
@@ -198,6 +256,14 @@ int RunCli(const std::vector<std::string>& args) {
   if (verb == "version" || verb == "--version") {
     std::printf("rl-vla3 %s\n", RLVLA3_VERSION);
     return kExitOk;
+  }
+  if (verb == "render") {
+    auto flags = ParseFlags(args, 1, {"--task", "--init", "--out"});
+    return flags ? VerbRender(*flags) : kExitUsage;
+  }
+  if (verb == "rollout-video") {
+    auto flags = ParseFlags(args, 1, {"--task", "--init", "--out", "--policy"});
+    return flags ? VerbRolloutVideo(*flags) : kExitUsage;
   }
   if (verb == "expert-eval") {
     auto flags = ParseFlags(args, 1, {"--task", "--episodes"});
