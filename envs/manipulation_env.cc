@@ -46,16 +46,19 @@ absl::StatusOr<std::shared_ptr<const TaskModel>> TaskModel::Create(
 
 absl::StatusOr<std::unique_ptr<ManipulationEnv>> ManipulationEnv::Create(
     std::shared_ptr<const TaskModel> task, const EnvOptions& options,
-    uint64_t seed, int env_id) {
+    uint64_t seed, int env_id, std::shared_ptr<Renderer> renderer) {
   absl::StatusOr<MjDataPtr> data = MakeData(task->model());
   if (!data.ok()) return data.status();
   std::unique_ptr<ManipulationEnv> env(new ManipulationEnv(
       std::move(task), options, *std::move(data), seed, env_id));
   if (options.render) {
-    absl::StatusOr<std::unique_ptr<Renderer>> r = Renderer::Create(
-        env->model(), options.image_width, options.image_height);
-    if (!r.ok()) return r.status();
-    env->renderer_ = *std::move(r);
+    if (renderer == nullptr) {
+      absl::StatusOr<std::unique_ptr<Renderer>> r = Renderer::Create(
+          env->model(), options.image_width, options.image_height);
+      if (!r.ok()) return r.status();
+      renderer = *std::move(r);
+    }
+    env->renderer_ = std::move(renderer);
     env->agentview_cam_ = Renderer::CameraId(env->model(), "agentview");
     env->wrist_cam_ = Renderer::CameraId(env->model(), "wrist");
   }

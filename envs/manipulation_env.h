@@ -95,9 +95,11 @@ struct StepResult {
 class ManipulationEnv {
  public:
   // Rendering needs a current EGL context on the calling thread.
+  // Envs of one task stepped on the same thread may share `renderer`; if it
+  // is null and options.render is set, the env makes its own.
   static absl::StatusOr<std::unique_ptr<ManipulationEnv>> Create(
       std::shared_ptr<const TaskModel> task, const EnvOptions& options,
-      uint64_t seed, int env_id);
+      uint64_t seed, int env_id, std::shared_ptr<Renderer> renderer = nullptr);
 
   // Starts an episode from a random one of the task's initial states (drawn
   // from seed + env_id), or from `init_id`.
@@ -126,7 +128,7 @@ class ManipulationEnv {
   std::shared_ptr<const TaskModel> task_;
   EnvOptions options_;
   MjDataPtr data_;
-  std::unique_ptr<Renderer> renderer_;
+  std::shared_ptr<Renderer> renderer_;
   int agentview_cam_ = -1;
   int wrist_cam_ = -1;
   std::mt19937_64 rng_;

@@ -1,0 +1,127 @@
+// File: envs/env_pool.h
+// -----------------------------------------------------------------------------
+// EnvPool: N manipulation envs stepped on M worker threads, EnvPool-style:
+//   Send(env ids, actions) -> action queues -> worker threads -> state queue
+//   -> Recv(at least K ready env ids)
+// No env waits for another: each env's step is queued on its own, and Recv
+// hands back whichever envs are ready. Env i is owned by worker i % M (its
+// renderer lives in that worker's GL context) and is seeded with seed + i, so
+// results do not depend on the number of threads.
+//
+// Episodes: a state with done or truncated set is the episode's last; the next
+// action sent to that env is ignored and the env resets (auto-reset), so the
+// final observation is never lost. Bad actions (wrong size, NaN/Inf) are not
+// stepped: the env reports the error, keeps its state, and it is counted.
+// Unstable physics (NaN, MuJoCo warnings) ends the episode as truncated, and
+// is counted. An optional latency model adds lognormal wall time to each step
+// (emulating slower or remote simulators) without holding the worker.
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
+//   std::vector<int> ready;
+//   (*pool)->Recv(4, absl::Seconds(1), &ready);      // the initial
+//   observations for (int id : ready) act(id, (*pool)->state(id).obs,
+//   &actions[7 * k++]);
+//   (*pool)->Send(ready, actions);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_ENVS_ENV_POOL_H_
+#define RLVLA3_ENVS_ENV_POOL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "envs/manipulation_env.h"
+#include "runtime/bounded_queue.h"
+#include "runtime/metrics.h"
+
+namespace rlvla3 {
+
+// Extra wall time per env step: lognormal with the given mean and coefficient
+// of variation. Off when mean_ms is 0.
+struct LatencyModel {
+  double mean_ms = 0.0;
+  double cv = 0.0;
+  bool enabled() const { return mean_ms > 0.0; }
+  std::string Describe() const;
+};
+
+struct EnvPoolOptions {
+  std::vector<std::string> tasks;  // env i runs tasks[i % tasks.size()]
+  int num_envs = 4;
+  int num_threads = 1;
+  uint64_t seed = 0;
+  EnvOptions env;
+  LatencyModel latency;
+  int lp_num_threads = 0;  // llvmpipe threads per render (0: on the worker)
+};
+
+// What an env reports after a reset or a step. Valid until the next Send for
+// that env.
+struct EnvState {
+  int env_id = 0;
+  uint64_t episode_id = 0;
+  int step = 0;  // control steps in this episode (0 after a reset)
+  int init_id = 0;
+  StepResult
+      result;  // of the step that produced this state (zeros after a reset)
+  absl::Status error;  // the last action was rejected (not stepped)
+  double step_ms =
+      0.0;  // wall time of the step (or reset), latency model excluded
+  const Observation* obs = nullptr;
+};
+
+struct EnvPoolStats {
+  uint64_t steps = 0;          // control steps taken
+  uint64_t resets = 0;         // episode resets (auto-resets included)
+  uint64_t episodes_done = 0;  // episodes ended by success
+  uint64_t truncations = 0;    // episodes ended by the step limit
+  uint64_t unstable_resets =
+      0;  // episodes ended because physics became unstable
+  uint64_t invalid_actions = 0;  // actions rejected (wrong size, NaN/Inf)
+  HistogramSnapshot step_ms;     // per-step wall time
+};
+
+class EnvPool {
+ public:
+  static absl::StatusOr<std::unique_ptr<EnvPool>> Create(
+      const EnvPoolOptions& options);
+  ~EnvPool();
+  EnvPool(const EnvPool&) = delete;
+  EnvPool& operator=(const EnvPool&) = delete;
+
+  // Queues one step per env: actions holds kActionDim floats per id, in order.
+  // An id out of range, or an env that already has an action pending, is an
+  // InvalidArgument error and nothing is queued.
+  absl::Status Send(absl::Span<const int> env_ids,
+                    absl::Span<const float> actions);
+  // Waits until at least `min_envs` envs are ready (or `timeout` passes) and
+  // appends every ready env id to `env_ids`. Returns DeadlineExceeded if fewer
+  // than min_envs were ready in time (those that were are still returned).
+  absl::Status Recv(int min_envs, absl::Duration timeout,
+                    std::vector<int>* env_ids);
+  const EnvState& state(int env_id) const;
+
+  int num_envs() const { return options_.num_envs; }
+  int num_threads() const { return options_.num_threads; }
+  const EnvPoolOptions& options() const { return options_; }
+  EnvPoolStats stats() const;
+  // Stops the workers; idempotent. Pending actions are dropped.
+  void Close();
+
+ private:
+  struct Impl;
+  explicit EnvPool(const EnvPoolOptions& options);
+  EnvPoolOptions options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_ENVS_ENV_POOL_H_

@@ -1,0 +1,179 @@
+// The env pool with rendering (EGL on Mesa llvmpipe here, NVIDIA EGL on GPUs).
+#include "envs/env_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+
+namespace rlvla3 {
+namespace {
+
+constexpr int kEnvs = 4;
+constexpr int kSteps = 12;
+
+EnvPoolOptions Options(int threads) {
+  EnvPoolOptions o;
+  o.tasks = {"put_red_cube_on_plate", "open_the_drawer"};
+  o.num_envs = kEnvs;
+  o.num_threads = threads;
+  o.seed = 11;
+  o.env.image_width = 64;
+  o.env.image_height = 64;
+  return o;
+}
+
+uint64_t Hash(const EnvState& s) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  };
+  mix(s.obs->agentview.data(), s.obs->agentview.size());
+  mix(s.obs->wrist.data(), s.obs->wrist.size());
+  mix(s.obs->proprio, sizeof(s.obs->proprio));
+  return h;
+}
+
+// Steps every env kSteps times with actions that depend only on (env, step);
+// returns each env's observation hashes in step order.
+std::map<int, std::vector<uint64_t>> RunPool(int threads) {
+  auto pool = EnvPool::Create(Options(threads));
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  std::map<int, std::vector<uint64_t>> hashes;
+  std::map<int, int> steps;
+  int remaining = kEnvs;
+  std::vector<int> ready;
+  while (remaining > 0) {
+    ready.clear();
+    absl::Status s = (*pool)->Recv(1, absl::Seconds(30), &ready);
+    EXPECT_TRUE(s.ok()) << s;
+    if (!s.ok()) break;
+    std::vector<int> send;
+    std::vector<float> actions;
+    for (int id : ready) {
+      hashes[id].push_back(Hash((*pool)->state(id)));
+      if (steps[id]++ == kSteps) {
+        --remaining;
+        continue;
+      }
+      std::mt19937 rng(1000 * id + steps[id]);
+      std::uniform_real_distribution<float> u(-1, 1);
+      send.push_back(id);
+      for (int k = 0; k < kActionDim; ++k) actions.push_back(u(rng));
+    }
+    if (!send.empty()) EXPECT_TRUE((*pool)->Send(send, actions).ok());
+  }
+  return hashes;
+}
+
+TEST(EnvPool, SingleAndMultiThreadedRunsAreBitwiseIdentical) {
+  const auto one = RunPool(1);
+  const auto two = RunPool(2);
+  ASSERT_EQ(one.size(), size_t(kEnvs));
+  for (int id = 0; id < kEnvs; ++id) {
+    ASSERT_EQ(one.at(id).size(), size_t(kSteps + 1));
+    EXPECT_EQ(one.at(id), two.at(id)) << "env " << id;
+  }
+  // Different envs really differ (seed + env_id).
+  EXPECT_NE(one.at(0), one.at(2));
+}
+
+TEST(EnvPool, RendersNonTrivialImages) {
+  auto pool = EnvPool::Create(Options(1));
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::vector<int> ready;
+  ASSERT_TRUE((*pool)->Recv(kEnvs, absl::Seconds(30), &ready).ok());
+  const Observation& obs = *(*pool)->state(0).obs;
+  int distinct = 0;
+  std::vector<bool> seen(256, false);
+  for (size_t i = 0; i < obs.agentview.size(); i += 3) {
+    if (!seen[obs.agentview[i]]) ++distinct, seen[obs.agentview[i]] = true;
+  }
+  EXPECT_GT(distinct, 20);  // a real scene, not a blank buffer
+}
+
+TEST(EnvPool, BadActionsAreRejectedAndCountedNotStepped) {
+  auto pool = EnvPool::Create(Options(2));
+  ASSERT_TRUE(pool.ok());
+  std::vector<int> ready;
+  ASSERT_TRUE((*pool)->Recv(kEnvs, absl::Seconds(30), &ready).ok());
+  std::vector<float> a(kActionDim, 0.0f);
+  a[0] = std::numeric_limits<float>::quiet_NaN();
+  const uint64_t before = Hash((*pool)->state(1));
+  ASSERT_TRUE((*pool)->Send({1}, a).ok());
+  ready.clear();
+  ASSERT_TRUE((*pool)->Recv(1, absl::Seconds(30), &ready).ok());
+  const EnvState& s = (*pool)->state(1);
+  EXPECT_EQ(s.error.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.error.message(), "env 1: action[0] is nan");
+  EXPECT_EQ(s.step, 0);
+  EXPECT_EQ(Hash(s), before);
+  EXPECT_EQ((*pool)->stats().invalid_actions, 1u);
+  // API misuse is an error, not a crash.
+  EXPECT_FALSE((*pool)->Send({kEnvs}, std::vector<float>(kActionDim)).ok());
+  EXPECT_FALSE((*pool)->Send({0}, std::vector<float>(3)).ok());
+}
+
+TEST(EnvPool, AutoResetAfterTheLastStepOfAnEpisode) {
+  EnvPoolOptions o = Options(1);
+  o.num_envs = 1;
+  o.tasks = {"lift_the_red_cube"};
+  o.env.render = false;
+  auto pool = EnvPool::Create(o);
+  ASSERT_TRUE(pool.ok());
+  std::vector<int> ready;
+  ASSERT_TRUE((*pool)->Recv(1, absl::Seconds(10), &ready).ok());
+  const std::vector<float> idle(kActionDim, 0.0f);
+  const int limit = FindTask("lift_the_red_cube")->max_steps;
+  for (int i = 0; i < limit; ++i) {
+    ASSERT_TRUE((*pool)->Send({0}, idle).ok());
+    ready.clear();
+    ASSERT_TRUE((*pool)->Recv(1, absl::Seconds(10), &ready).ok());
+  }
+  EXPECT_TRUE((*pool)->state(0).result.truncated);
+  const uint64_t episode = (*pool)->state(0).episode_id;
+  ASSERT_TRUE((*pool)->Send({0}, idle).ok());  // ignored: resets instead
+  ready.clear();
+  ASSERT_TRUE((*pool)->Recv(1, absl::Seconds(10), &ready).ok());
+  EXPECT_EQ((*pool)->state(0).step, 0);
+  EXPECT_EQ((*pool)->state(0).episode_id, episode + 1);
+  const EnvPoolStats st = (*pool)->stats();
+  EXPECT_EQ(st.truncations, 1u);
+  EXPECT_EQ(st.resets, 1u);
+  EXPECT_EQ(st.steps, uint64_t(limit));
+}
+
+TEST(EnvPool, LatencyModelDelaysButDoesNotChangeResults) {
+  EnvPoolOptions o = Options(1);
+  o.env.render = false;
+  o.latency.mean_ms = 5;
+  o.latency.cv = 0.5;
+  auto pool = EnvPool::Create(o);
+  ASSERT_TRUE(pool.ok());
+  EXPECT_EQ(o.latency.Describe(), "lognormal, mean 5.0 ms, cv 0.50");
+  std::vector<int> ready;
+  ASSERT_TRUE((*pool)->Recv(kEnvs, absl::Seconds(10), &ready).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE((*pool)->Send({0}, std::vector<float>(kActionDim, 0.0f)).ok());
+  ready.clear();
+  ASSERT_TRUE((*pool)->Recv(1, absl::Seconds(10), &ready).ok());
+  EXPECT_EQ(ready, std::vector<int>{0});
+  EXPECT_GT(std::chrono::steady_clock::now() - t0,
+            std::chrono::microseconds(500));
+  EXPECT_EQ((*pool)->state(0).step, 1);
+}
+
+TEST(EnvPool, UnknownTaskIsAnError) {
+  EnvPoolOptions o = Options(1);
+  o.tasks = {"juggle"};
+  auto pool = EnvPool::Create(o);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().message(), "unknown task 'juggle'");
+}
+
+}  // namespace
+}  // namespace rlvla3
