@@ -29,7 +29,8 @@ double RssMb() {
   std::ifstream in("/proc/self/statm");
   long pages = 0, resident = 0;
   in >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1e6;
+  return static_cast<double>(resident) *
+         static_cast<double>(sysconf(_SC_PAGESIZE)) / 1e6;
 }
 
 void BM_PhysicsStep(benchmark::State& state) {
@@ -44,8 +45,8 @@ void BM_PhysicsStep(benchmark::State& state) {
     mj_step(m, d);
   }
   state.SetItemsProcessed(state.iterations());
-  state.counters["physics_steps_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["physics_steps_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_ControlStep(benchmark::State& state) {
@@ -72,8 +73,8 @@ void BM_ControlStep(benchmark::State& state) {
     auto r = (*env)->Step(a);
     if (r->done || r->truncated) (*env)->Reset();
   }
-  state.counters["control_steps_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["control_steps_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_EnvPool(benchmark::State& state) {
@@ -101,14 +102,25 @@ void BM_EnvPool(benchmark::State& state) {
     (*pool)->Send(ready, actions).IgnoreError();
     frames += static_cast<int64_t>(ready.size());
   }
-  state.counters["env_frames_per_s"] =
-      benchmark::Counter(static_cast<double>(frames), benchmark::Counter::kIsRate);
+  state.counters["env_frames_per_s"] = benchmark::Counter(
+      static_cast<double>(frames), benchmark::Counter::kIsRate);
   state.counters["mb_per_env"] = mb_per_env;
 }
 
 BENCHMARK(BM_PhysicsStep)->MinTime(2.0);
-BENCHMARK(BM_ControlStep)->ArgName("render")->Arg(0)->Arg(1)->MinTime(3.0)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_EnvPool)->ArgName("threads")->Arg(1)->Arg(2)->MinTime(4.0)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ControlStep)
+    ->ArgName("render")
+    ->Arg(0)
+    ->Arg(1)
+    ->MinTime(3.0)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EnvPool)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->MinTime(4.0)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace rlvla3

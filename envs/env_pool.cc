@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "envs/egl_context.h"
+#include "envs/task_file.h"
 #include "runtime/supervisor.h"
 
 namespace rlvla3 {
@@ -103,10 +104,9 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
   if (o.env.render) ConfigureSoftwareRasterizer(o.lp_num_threads);
   std::map<std::string, std::shared_ptr<const TaskModel>> models;
   for (const auto& name : o.tasks) {
-    const TaskSpec* spec = FindTask(name);
-    if (spec == nullptr)
-      return absl::NotFoundError(absl::StrCat("unknown task '", name, "'"));
     if (models.count(name) == 0) {
+      absl::StatusOr<TaskSpec> spec = ResolveTask(name);
+      if (!spec.ok()) return spec.status();
       absl::StatusOr<std::shared_ptr<const TaskModel>> m =
           TaskModel::Create(*spec, o.env);
       if (!m.ok()) return m.status();
@@ -284,6 +284,11 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
       }
     });
   }
+  spdlog::info(
+      "env pool: {} envs on {} worker threads, {}x{} cameras{}; latency model: "
+      "{}",
+      o.num_envs, threads, o.env.image_width, o.env.image_height,
+      o.env.render ? "" : " (not rendered)", o.latency.Describe());
   // Every env starts ready with its reset observation.
   for (int i = 0; i < o.num_envs; ++i) impl.state_queue.Push(i);
   return pool;

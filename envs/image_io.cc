@@ -2,6 +2,7 @@
 
 #include <png.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
@@ -15,11 +16,19 @@ constexpr int kR = 6, kG = 7, kB = 6;
 constexpr int kPaletteBits = 8;  // 256 entries, 252 used
 constexpr int kMaxCode = 4095;   // GIF LZW codes are at most 12 bits
 
-uint8_t PaletteIndex(const uint8_t* p) {
-  const int r = (p[0] * (kR - 1) + 127) / 255;
-  const int g = (p[1] * (kG - 1) + 127) / 255;
-  const int b = (p[2] * (kB - 1) + 127) / 255;
-  return static_cast<uint8_t>((r * kG + g) * kB + b);
+// 4x4 Bayer matrix: ordered dithering hides the coarse palette's banding.
+constexpr int kBayer[4][4] = {
+    {0, 8, 2, 10}, {12, 4, 14, 6}, {3, 11, 1, 9}, {15, 7, 13, 5}};
+
+// Palette index of pixel p at (x, y): each channel is quantised to its levels
+// after adding a position-dependent threshold in [0, 1) of one level.
+uint8_t PaletteIndex(const uint8_t* p, int x, int y) {
+  const int t = kBayer[y & 3][x & 3];  // 0..15
+  auto level = [t](int v, int levels) {
+    return std::min(levels - 1, (v * (levels - 1) * 16 + t * 255) / (255 * 16));
+  };
+  return static_cast<uint8_t>((level(p[0], kR) * kG + level(p[1], kG)) * kB +
+                              level(p[2], kB));
 }
 
 // Packs variable-width LZW codes into GIF's 255-byte sub-blocks.
@@ -149,7 +158,10 @@ absl::Status GifWriter::Open(const std::string& path, int width, int height,
 absl::Status GifWriter::AddFrame(const uint8_t* rgb) {
   if (f_ == nullptr) return absl::FailedPreconditionError("GIF not open");
   const size_t n = indices_.size();
-  for (size_t i = 0; i < n; ++i) indices_[i] = PaletteIndex(rgb + 3 * i);
+  for (size_t i = 0; i < n; ++i) {
+    indices_[i] = PaletteIndex(rgb + 3 * i, static_cast<int>(i % width_),
+                               static_cast<int>(i / width_));
+  }
   const uint8_t gce[8] = {0x21,
                           0xF9,
                           4,

@@ -9,6 +9,7 @@ namespace {
 
 constexpr int kSettleSteps =
     100;  // physics steps after placing objects (0.2 s)
+constexpr double kDropHeight = 0.002;  // m above the rest height when placing
 
 }  // namespace
 
@@ -16,6 +17,7 @@ absl::StatusOr<std::shared_ptr<const TaskModel>> TaskModel::Create(
     const TaskSpec& task, const EnvOptions& options) {
   SceneSpec scene;
   scene.objects = task.objects;
+  scene.extra_worldbody = task.extra_worldbody;
   scene.image_width = options.image_width;
   scene.image_height = options.image_height;
   absl::StatusOr<MjModelPtr> model = LoadModelFromString(
@@ -95,14 +97,8 @@ void ManipulationEnv::Reset(int init_id) {
     mjtNum* q = d->qpos + adr[i];
     q[0] = s.poses[i].x;
     q[1] = s.poses[i].y;
-    q[2] = 0.002;  // just above the table; settles below
-    if (task_->task().objects.size() > i) {
-      for (const auto& o : task_->task().objects) {
-        if (o.name == s.poses[i].object && o.kind == ObjectKind::kCube) {
-          q[2] = SceneGeometry::kCubeHalf + 0.002;
-        }
-      }
-    }
+    // The body's own height in the scene (its resting height), 2 mm above.
+    q[2] = m->qpos0[adr[i] + 2] + kDropHeight;
     q[3] = std::cos(s.poses[i].yaw / 2);
     q[4] = 0;
     q[5] = 0;

@@ -178,6 +178,7 @@ ObjectSpec ObjectSpec::Drawer() {
 std::string BuildSceneXml(const SceneSpec& spec) {
   std::string objects;
   for (const auto& o : spec.objects) objects += ObjectXml(o);
+  objects += spec.extra_worldbody;
   const int shadow = spec.shadow_size > 0 ? spec.shadow_size : 1;
   // Arm: a 7-DoF chain (yaw, pitch, roll, pitch, roll, pitch, roll) of
   // capsules with position servos; gravity is compensated by the controller.

@@ -59,8 +59,9 @@ struct SceneSpec {
   std::vector<ObjectSpec> objects;
   int image_width = 128;  // offscreen buffer size for rendering
   int image_height = 128;
-  int shadow_size =
-      0;  // shadow map size; 0 turns shadows off (fast on llvmpipe)
+  // Shadow map size; 0 turns shadows off (fast on llvmpipe).
+  int shadow_size = 0;
+  std::string extra_worldbody;  // MJCF elements appended inside <worldbody>
 };
 
 // The MJCF text of the scene.

@@ -56,7 +56,9 @@ struct TaskSpec {
   std::vector<Placement> placements;  // one per movable object
   std::vector<Predicate> goal;        // all must hold
   double drawer_open_init = 0.0;  // initial drawer opening (fraction of travel)
-  int max_steps = 200;            // control steps (20 Hz)
+  std::string
+      extra_worldbody;  // user MJCF bodies added to the scene (task files)
+  int max_steps = 200;  // control steps (20 Hz)
 };
 
 // Pose of every free object at the start of an episode.

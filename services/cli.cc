@@ -209,7 +209,8 @@ int VerbRender(const CommonFlags& f) {
     return absl::IsNotFound(s) ? kExitUsage : kExitFailure;
   }
   std::printf(
-      "wrote %s (agentview | wrist, %dx%d each) for task %s, initial state "
+      "wrote %s (agentview | wrist, %dx%d each; also *_agentview.png, "
+      "*_wrist.png) for task %s, initial state "
       "%d\n",
       out.c_str(), static_cast<int>(c->env.image_width),
       static_cast<int>(c->env.image_height), task.c_str(), *init - 1);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "envs/scripted_expert.h"
+#include "envs/task_file.h"
 
 namespace rlvla3 {
 namespace {
@@ -57,17 +58,18 @@ absl::StatusOr<std::vector<ExpertTaskResult>> EvaluateExperts(
     const std::vector<std::string>& tasks, int episodes, EnvOptions options,
     int threads) {
   options.render = false;
-  std::vector<const TaskSpec*> specs;
+  std::vector<TaskSpec> owned;
   if (tasks.empty()) {
-    for (const auto& t : BuiltinTaskSuite()) specs.push_back(&t);
+    owned = BuiltinTaskSuite();
   } else {
     for (const auto& name : tasks) {
-      const TaskSpec* t = FindTask(name);
-      if (t == nullptr)
-        return absl::NotFoundError(absl::StrCat("unknown task '", name, "'"));
-      specs.push_back(t);
+      absl::StatusOr<TaskSpec> t = ResolveTask(name);
+      if (!t.ok()) return t.status();
+      owned.push_back(*std::move(t));
     }
   }
+  std::vector<const TaskSpec*> specs;
+  for (const auto& t : owned) specs.push_back(&t);
   std::vector<absl::StatusOr<ExpertTaskResult>> results(
       specs.size(), absl::UnknownError("not run"));
   std::atomic<size_t> next{0};

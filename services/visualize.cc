@@ -8,6 +8,7 @@
 #include "envs/egl_context.h"
 #include "envs/image_io.h"
 #include "envs/scripted_expert.h"
+#include "envs/task_file.h"
 
 namespace rlvla3 {
 namespace {
@@ -21,9 +22,8 @@ struct Session {
 };
 
 absl::StatusOr<Session> Open(const std::string& name, EnvOptions options) {
-  const TaskSpec* spec = FindTask(name);
-  if (spec == nullptr)
-    return absl::NotFoundError(absl::StrCat("unknown task '", name, "'"));
+  absl::StatusOr<TaskSpec> spec = ResolveTask(name);
+  if (!spec.ok()) return spec.status();
   Session s;
   absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
   if (!gl.ok()) return gl.status();
@@ -57,8 +57,21 @@ absl::Status RenderInitialState(const std::string& task, int init_id,
   s->env->Reset(init_id);
   std::vector<uint8_t> image;
   SideBySide(*s->env, options.image_width, options.image_height, &image);
-  return WritePng(out_png, image.data(), 2 * options.image_width,
-                  options.image_height);
+  const int w = options.image_width, h = options.image_height;
+  if (absl::Status st = WritePng(out_png, image.data(), 2 * w, h); !st.ok()) {
+    return st;
+  }
+  // Each camera on its own too: <stem>_agentview.png and <stem>_wrist.png.
+  const std::string stem = absl::EndsWith(out_png, ".png")
+                               ? out_png.substr(0, out_png.size() - 4)
+                               : out_png;
+  const Observation& obs = s->env->observation();
+  if (absl::Status st =
+          WritePng(stem + "_agentview.png", obs.agentview.data(), w, h);
+      !st.ok()) {
+    return st;
+  }
+  return WritePng(stem + "_wrist.png", obs.wrist.data(), w, h);
 }
 
 absl::StatusOr<RolloutSummary> RecordRollout(const std::string& task,

@@ -1,0 +1,84 @@
+#include "envs/task_file.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "envs/manipulation_env.h"
+
+namespace rlvla3 {
+namespace {
+
+std::string Write(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(TaskFile, ShippedExampleLoadsAndBuildsAScene) {
+  absl::StatusOr<TaskSpec> t = LoadTaskFile(
+      std::string(RLVLA3_SOURCE_DIR) + "/configs/tasks/lift_purple_block.yaml");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->name, "lift_the_purple_block");
+  EXPECT_EQ(t->family, TaskFamily::kGoal);
+  EXPECT_EQ(t->objects.size(), 2u);
+  EXPECT_NE(t->extra_worldbody.find("purple_block"), std::string::npos);
+  EnvOptions o;
+  o.render = false;
+  auto model = TaskModel::Create(*t, o);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto env = ManipulationEnv::Create(*model, o, 0, 0);
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_FALSE((*model)->goal().Satisfied((*env)->model(), (*env)->data()));
+}
+
+TEST(TaskFile, ErrorsNameTheFileAndTheKey) {
+  std::string p = Write("unknown.yaml", "name: x\ninstrution: y\n");
+  EXPECT_EQ(
+      LoadTaskFile(p).status().message(),
+      p + ": instrution: unknown key (expected one of: name, family, "
+          "instruction, "
+          "max_steps, objects, scene_mjcf, placements, goal, drawer_open)");
+  p = Write("obj.yaml",
+            "name: x\ninstruction: y\nobjects: [pink_cube]\ngoal: []\n");
+  EXPECT_EQ(LoadTaskFile(p).status().message(),
+            p + ": objects: \"pink_cube\": expected red_cube, green_cube, "
+                "blue_cube, yellow_cube, "
+                "bowl, plate, basket or drawer");
+  p = Write("pred.yaml",
+            "name: x\ninstruction: y\nobjects: [red_cube]\ngoal: [{predicate: "
+            "above, a: red_cube}]\n");
+  EXPECT_EQ(LoadTaskFile(p).status().message(),
+            p + ": goal: predicate \"above\": expected on, in, lifted, open, "
+                "closed or near");
+  p = Write("missing.yaml", "name: x\nobjects: [red_cube]\n");
+  EXPECT_EQ(LoadTaskFile(p).status().message(), p + ": instruction: missing");
+  EXPECT_EQ(LoadTaskFile("/nonexistent/t.yaml").status().message(),
+            "/nonexistent/t.yaml: cannot open file");
+}
+
+TEST(TaskFile, InvalidMjcfGivesMujocosMessageAndTheMjcfFile) {
+  const std::string mjcf =
+      Write("broken_scene.xml", "<mujoco><worldbody><body><geom type='box'/>");
+  const std::string p =
+      Write("uses_broken.yaml",
+            "name: x\ninstruction: y\nobjects: [red_cube]\n"
+            "scene_mjcf: broken_scene.xml\n"
+            "goal: [{predicate: lifted, a: red_cube, value: 0.1}]\n");
+  absl::StatusOr<TaskSpec> t = LoadTaskFile(p);
+  ASSERT_FALSE(t.ok());
+  const std::string normal =
+      std::filesystem::path(mjcf).lexically_normal().string();
+  EXPECT_EQ(t.status().message().rfind(normal + ": MuJoCo: ", 0), 0u)
+      << t.status();
+}
+
+TEST(TaskFile, ResolveTaskAcceptsNamesAndFiles) {
+  EXPECT_TRUE(ResolveTask("open_the_drawer").ok());
+  EXPECT_EQ(ResolveTask("juggle").status().message(), "unknown task 'juggle'");
+  EXPECT_FALSE(ResolveTask("/nonexistent/x.yaml").ok());
+}
+
+}  // namespace
+}  // namespace rlvla3
