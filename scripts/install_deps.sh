@@ -13,7 +13,7 @@ PACKAGES=(
   # simulation + headless rendering (EGL surfaceless on Mesa llvmpipe)
   libmujoco-dev libqhull-dev libgl-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libpng-dev
   # runtime core
-  libconcurrentqueue-dev libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev
+  libconcurrentqueue-dev libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # tooling used by tests (TorchScript export, report rendering check)

@@ -1,0 +1,60 @@
+#include "policies/tiny_vla_policy.h"
+
+#include <torch/torch.h>
+
+namespace rlvla3 {
+
+TinyVLAPolicy::TinyVLAPolicy(TinyVLA net, uint64_t version,
+                             bool packed_evaluate)
+    : net_(std::move(net)),
+      version_(version),
+      packed_evaluate_(packed_evaluate) {}
+
+void TinyVLAPolicy::LogProbs(const at::Tensor& logits, const at::Tensor& tokens,
+                             at::Tensor* log_probs, at::Tensor* entropy) {
+  at::Tensor logp = torch::log_softmax(logits, -1);  // [B, K, A, bins]
+  if (log_probs != nullptr) {
+    *log_probs =
+        logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1).sum(-1);  // [B, K]
+  }
+  if (entropy != nullptr) *entropy = -(logp.exp() * logp).sum(-1).sum(-1);
+}
+
+at::Tensor TinyVLAPolicy::TokensToActions(const at::Tensor& tokens,
+                                          int64_t bins) {
+  return tokens.to(at::kFloat)
+      .add(0.5)
+      .mul(2.0 / static_cast<double>(bins))
+      .sub(1.0);
+}
+
+ActResult TinyVLAPolicy::Act(const PolicyInput& in, bool greedy) {
+  torch::NoGradGuard no_grad;
+  const uint64_t version = this->version();
+  TinyVLAOutput out = net_->forward(in, /*packed=*/false);
+  const auto sizes = out.logits.sizes();
+  ActResult r;
+  if (greedy) {
+    r.tokens = out.logits.argmax(-1);
+  } else {
+    at::Tensor probs = torch::softmax(out.logits, -1).reshape({-1, sizes[3]});
+    r.tokens =
+        torch::multinomial(probs, 1).view({sizes[0], sizes[1], sizes[2]});
+  }
+  LogProbs(out.logits, r.tokens, &r.log_probs, nullptr);
+  r.actions = TokensToActions(r.tokens, sizes[3]);
+  r.values = out.values;
+  r.version = version;
+  return r;
+}
+
+EvalResult TinyVLAPolicy::Evaluate(const PolicyInput& in,
+                                   const at::Tensor& tokens) {
+  TinyVLAOutput out = net_->forward(in, packed_evaluate_);
+  EvalResult e;
+  LogProbs(out.logits, tokens, &e.log_probs, &e.entropy);
+  e.values = out.values;
+  return e;
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,54 @@
+// File: policies/tiny_vla_policy.h
+// -----------------------------------------------------------------------------
+// TinyVLAPolicy: the Policy interface over a TinyVLA network. Act runs the
+// padded forward pass without autograd and samples (or takes the argmax of)
+// each action dimension's 256 bins; Evaluate runs the packed forward pass (or
+// the padded one, to compare) with autograd for the learner's loss.
+//
+// Example:
+//   auto policy = std::make_shared<TinyVLAPolicy>(TinyVLA(opts),
+//   /*version=*/0); ActResult a = policy->Act(input, /*greedy=*/false);
+//   EvalResult e = policy->Evaluate(input, a.tokens);   // same log-probs
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_POLICIES_TINY_VLA_POLICY_H_
+#define RLVLA3_POLICIES_TINY_VLA_POLICY_H_
+
+#include <atomic>
+
+#include "policies/policy.h"
+#include "policies/tiny_vla.h"
+
+namespace rlvla3 {
+
+class TinyVLAPolicy final : public Policy {
+ public:
+  TinyVLAPolicy(TinyVLA net, uint64_t version, bool packed_evaluate = true);
+
+  ActResult Act(const PolicyInput& in, bool greedy) override;
+  EvalResult Evaluate(const PolicyInput& in, const at::Tensor& tokens) override;
+  int chunk() const override {
+    return static_cast<int>(net_->options().chunk());
+  }
+  uint64_t version() const override {
+    return version_.load(std::memory_order_acquire);
+  }
+  void set_version(uint64_t v) { version_.store(v, std::memory_order_release); }
+
+  TinyVLA& net() { return net_; }
+
+  // Log-probs [B, K] and entropy [B, K] of `tokens` under `logits` [B, K, A,
+  // bins].
+  static void LogProbs(const at::Tensor& logits, const at::Tensor& tokens,
+                       at::Tensor* log_probs, at::Tensor* entropy);
+  // Bin centres in [-1, 1] of `tokens`.
+  static at::Tensor TokensToActions(const at::Tensor& tokens, int64_t bins);
+
+ private:
+  TinyVLA net_;
+  std::atomic<uint64_t> version_;
+  bool packed_evaluate_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_POLICIES_TINY_VLA_POLICY_H_
