@@ -358,6 +358,10 @@ const EnvState& EnvPool::state(int env_id) const {
   return impl_->slots[env_id]->state;
 }
 
+const ManipulationEnv& EnvPool::env(int env_id) const {
+  return *impl_->slots[env_id]->env;
+}
+
 EnvPoolStats EnvPool::stats() const {
   EnvPoolStats s;
   s.steps = impl_->steps.load();

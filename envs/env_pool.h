@@ -107,6 +107,9 @@ class EnvPool {
   absl::Status Recv(int min_envs, absl::Duration timeout,
                     std::vector<int>* env_ids);
   const EnvState& state(int env_id) const;
+  // The env itself (e.g. for a scripted expert reading privileged state).
+  // Only between Recv returning it and the next Send for it.
+  const ManipulationEnv& env(int env_id) const;
 
   int num_envs() const { return options_.num_envs; }
   int num_threads() const { return options_.num_threads; }

@@ -94,6 +94,41 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Bool("metrics.jsonl", &c->metrics.jsonl, "write metrics.jsonl");
   s->Bool("metrics.csv", &c->metrics.csv, "write metrics.csv");
 
+  s->Int("policy.d_model", &c->policy.d_model, {8, 4096},
+         "TinyVLA token width");
+  s->Int("policy.heads", &c->policy.heads, {1, 64},
+         "attention heads (divides d_model)");
+  s->Int("policy.layers", &c->policy.layers, {1, 64}, "transformer blocks");
+  s->Int("policy.grid", &c->policy.grid, {1, 32},
+         "image tokens per camera = grid^2");
+  s->Int("policy.patch", &c->policy.patch, {1, 64}, "stem patch size (pixels)");
+  s->Int("policy.stem_channels", &c->policy.stem_channels, {1, 1024},
+         "stem width");
+  s->Int("policy.chunk", &c->policy.chunk, {1, 64},
+         "K: steps per action chunk");
+  s->Int("policy.max_text_len", &c->policy.max_text_len, {1, 256},
+         "instruction tokens kept");
+
+  s->String("sft.tasks", &c->sft.tasks,
+            "comma-separated task names (or task files), or all");
+  s->Int("sft.demos_per_task", &c->sft.demos_per_task, {1, 100000},
+         "successful expert episodes per task");
+  s->Int("sft.epochs", &c->sft.epochs, {1, 100000},
+         "passes over the demonstrations");
+  s->Int("sft.batch_size", &c->sft.batch_size, {1, 65536},
+         "samples per optimizer step");
+  s->Real("sft.lr", &c->sft.lr, {0.0, true, 1.0, false}, "AdamW learning rate");
+  s->Real("sft.weight_decay", &c->sft.weight_decay, {0.0, false, 1.0, false},
+          "AdamW weight decay");
+  s->Real("sft.time_budget_s", &c->sft.time_budget_s, {0.0, true, 1e7, false},
+          "training stops after this many seconds");
+  s->Int("sft.eval_episodes", &c->sft.eval_episodes, {0, 50},
+         "evaluation episodes per task");
+  s->Int("sft.execute_steps", &c->sft.execute_steps, {1, 64},
+         "chunk steps executed before re-planning");
+  s->String("sft.checkpoint", &c->sft.checkpoint,
+            "output folder (default <run folder>/checkpoint)");
+
   s->Int("selfcheck.num_envs", &c->selfcheck.num_envs, {1, 1024},
          "synthetic envs");
   s->Int("selfcheck.steps_per_env", &c->selfcheck.steps_per_env, {1, 10000000},

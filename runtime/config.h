@@ -93,6 +93,33 @@ struct EnvConfig {
   bool shaped_reward = false;  // sparse success reward unless true
 };
 
+// TinyVLA sizes (policies/tiny_vla.h); the defaults train on a 2-core CPU.
+struct PolicyConfig {
+  int64_t d_model = 128;
+  int64_t heads = 4;
+  int64_t layers = 2;
+  int64_t grid = 6;   // image tokens per camera = grid^2
+  int64_t patch = 8;  // stem patch size (pixels)
+  int64_t stem_channels = 32;
+  int64_t chunk = 4;          // K: steps per action chunk
+  int64_t max_text_len = 16;  // instruction tokens kept
+};
+
+// Behaviour cloning from the scripted experts (`rl-vla3 sft`).
+struct SftConfig {
+  std::string tasks = "all";    // comma-separated task names, or "all"
+  int64_t demos_per_task = 20;  // successful expert episodes collected per task
+  int64_t epochs = 10;          // passes over the demonstrations
+  int64_t batch_size = 64;
+  double lr = 3e-4;  // AdamW learning rate
+  double weight_decay = 0.01;
+  double time_budget_s = 1500;  // training stops early when over this
+  int64_t eval_episodes = 10;   // per task, initial states 0..n-1
+  int64_t execute_steps = 1;    // chunk steps executed before re-planning
+  std::string checkpoint =
+      "";  // output folder; default <run folder>/checkpoint
+};
+
 struct Config {
   RunConfig run;
   EnvConfig env;
@@ -101,6 +128,8 @@ struct Config {
   BatcherConfig batcher;
   MetricsConfig metrics;
   SelfCheckConfig selfcheck;
+  PolicyConfig policy;
+  SftConfig sft;
 };
 
 // Binds every field of `*c` into `*schema` (keys, ranges, help texts).

@@ -10,6 +10,10 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # learner / policies
   libtorch-dev libgloo-dev
+  # Debian's libtorch calls the system BLAS (libblas.so.3 alternative): OpenBLAS built
+  # with OpenMP makes Linear layers ~15x faster than reference BLAS and follows
+  # LibTorch's intra-op thread count.
+  libopenblas0-openmp
   # simulation + headless rendering (EGL surfaceless on Mesa llvmpipe)
   libmujoco-dev libqhull-dev libgl-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libpng-dev
   # runtime core
@@ -17,7 +21,7 @@ PACKAGES=(
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # tooling used by tests (TorchScript export, report rendering check)
-  python3
+  python3 python3-torch  # exports the TorchScript policy in tests (Debian's python3)
 )
 
 missing=()

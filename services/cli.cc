@@ -1,20 +1,27 @@
 #include "services/cli.h"
 
 #include <spdlog/spdlog.h>
+#include <torch/torch.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "envs/egl_context.h"
+#include "policies/checkpoint.h"
+#include "policies/tiny_vla_policy.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
 #include "services/expert_eval.h"
 #include "services/selfcheck.h"
+#include "services/sft.h"
 #include "services/visualize.h"
 
 namespace rlvla3 {
@@ -25,16 +32,23 @@ constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
 
 constexpr char kUsage[] =
-    "usage: rl-vla3 <verb> [--config FILE] [--set key=value ...]\n"
+    "usage: rl-vla3 <verb> [--config FILE] [--set key=value ...] [verb flags]\n"
     "verbs:\n"
-    "  config     print the resolved config (defaults, file, overrides) or its "
-    "error\n"
-    "  selfcheck  run the runtime self-check (queues, batcher, codec, LibTorch "
-    "policy)\n"
-    "  version    print the version\n"
-    "  help       this text\n";
+    "  config         print the resolved config (defaults, file, overrides)\n"
+    "  selfcheck      runtime self-check (queues, batcher, codec, LibTorch)\n"
+    "  render         --task NAME|FILE.yaml [--init K] [--out frame.png]\n"
+    "                 both camera views of one initial state\n"
+    "  rollout-video  --task NAME|FILE.yaml [--policy expert|random] [--init "
+    "K]\n"
+    "                 [--out run.gif|run.mp4]  record one episode\n"
+    "  expert-eval    [--task NAME]... [--episodes N]\n"
+    "                 scripted-expert success rate per task\n"
+    "  sft            behaviour cloning of TinyVLA from the scripted experts\n"
+    "  eval           --checkpoint DIR [--episodes N] [--task NAME]...\n"
+    "                 a checkpoint's success rate per task\n"
+    "  version        print the version\n"
+    "  help           this text\n";
 
-// The flags every verb shares.
 // The flags every verb shares, plus the verb's own (`extra`, by flag name).
 struct CommonFlags {
   std::string config_path;
@@ -245,6 +259,87 @@ int VerbRolloutVideo(const CommonFlags& f) {
   return kExitOk;
 }
 
+// The run folder <run.out_dir>/<run.name>, created, with the resolved config.
+absl::StatusOr<std::string> MakeRunDir(const Config& c) {
+  const std::string dir = c.run.out_dir + "/" + c.run.name;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat(dir, ": ", ec.message()));
+  std::ofstream(dir + "/config.yaml") << ConfigToYaml(c);
+  return dir;
+}
+
+int VerbSft(const CommonFlags& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
+  absl::StatusOr<std::string> dir = MakeRunDir(*c);
+  if (!dir.ok()) {
+    spdlog::error("sft: {}", dir.status().ToString());
+    return kExitFailure;
+  }
+  ProgressLine progress(stderr, ProgressLine::ParseMode(c->metrics.progress),
+                        absl::Seconds(c->metrics.interval_s * 10));
+  absl::StatusOr<SftResult> r =
+      RunSft(*c, *dir, [&](const std::string& line) { progress.Update(line); });
+  progress.Finish();
+  if (!r.ok()) {
+    spdlog::error("sft: {}", r.status().ToString());
+    return kExitFailure;
+  }
+  const std::string summary = FormatSftResult(*r);
+  std::printf("%s", summary.c_str());
+  std::ofstream(*dir + "/sft_summary.txt") << summary;
+  return kExitOk;
+}
+
+int VerbEval(const CommonFlags& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  at::set_num_threads(static_cast<int>(c->threads.torch_intra_op));
+  const std::string path = f.Get("--checkpoint", "");
+  if (path.empty()) {
+    std::fprintf(stderr, "rl-vla3: eval needs --checkpoint PATH\n");
+    return kExitUsage;
+  }
+  auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
+  if (!episodes) return kExitUsage;
+  absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(path);
+  if (!ck.ok()) {
+    spdlog::error("eval: {}", ck.status().ToString());
+    return kExitUsage;
+  }
+  Config cfg = *c;
+  cfg.policy.chunk = ck->net->options().chunk();
+  cfg.policy.max_text_len = ck->net->options().max_text_len();
+  if (!f.All("--task").empty())
+    cfg.sft.tasks = absl::StrJoin(f.All("--task"), ",");
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(cfg);
+  if (!tasks.ok()) {
+    spdlog::error("eval: {}", tasks.status().ToString());
+    return kExitUsage;
+  }
+  ck->net->eval();
+  TinyVLAPolicy policy(ck->net, ck->version);
+  const auto start = absl::Now();
+  absl::StatusOr<std::vector<TaskSuccess>> r =
+      EvaluatePolicy(policy, ck->tokenizer, cfg, *tasks, *episodes);
+  if (!r.ok()) {
+    spdlog::error("eval: {}", r.status().ToString());
+    return kExitFailure;
+  }
+  std::printf("%s", FormatTaskSuccess(*r).c_str());
+  std::printf(
+      "checkpoint %s (policy version %llu), %d episodes per task from initial "
+      "states "
+      "0..%d, %.0f s\n",
+      path.c_str(), static_cast<unsigned long long>(ck->version), *episodes,
+      *episodes - 1, absl::ToDoubleSeconds(absl::Now() - start));
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args) {
@@ -257,6 +352,14 @@ int RunCli(const std::vector<std::string>& args) {
   if (verb == "version" || verb == "--version") {
     std::printf("rl-vla3 %s\n", RLVLA3_VERSION);
     return kExitOk;
+  }
+  if (verb == "sft") {
+    auto flags = ParseFlags(args, 1);
+    return flags ? VerbSft(*flags) : kExitUsage;
+  }
+  if (verb == "eval") {
+    auto flags = ParseFlags(args, 1, {"--checkpoint", "--episodes", "--task"});
+    return flags ? VerbEval(*flags) : kExitUsage;
   }
   if (verb == "render") {
     auto flags = ParseFlags(args, 1, {"--task", "--init", "--out"});

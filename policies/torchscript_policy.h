@@ -1,0 +1,58 @@
+// File: policies/torchscript_policy.h
+// -----------------------------------------------------------------------------
+// A user's own policy, exported from PyTorch with torch.jit.script, used
+// exactly like TinyVLA. The module must define two methods (see
+// scripts/export_torchscript_policy.py for a complete example):
+//
+//   act(agentview: uint8[B,H,W,3], wrist: uint8[B,H,W,3], proprio: f32[B,8],
+//       text: i64[B,L], text_len: i64[B], greedy: bool)
+//       -> (tokens: i64[B,K,7], log_probs: f32[B,K], values: f32[B])
+//   evaluate(agentview, wrist, proprio, text, text_len, tokens: i64[B,K,7])
+//       -> (log_probs: f32[B,K], entropy: f32[B,K], values: f32[B])
+//
+// Tokens are bins in [0, 256) per action dimension; actions are bin centres.
+// Loading fails with a clear error if a method is missing.
+//
+// Example:
+//   absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
+//       TorchScriptPolicy::Load("my_policy.pt", /*bins=*/256);
+//   ActResult a = (*p)->Act(input, false);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_POLICIES_TORCHSCRIPT_POLICY_H_
+#define RLVLA3_POLICIES_TORCHSCRIPT_POLICY_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "policies/policy.h"
+
+namespace rlvla3 {
+
+class TorchScriptPolicy final : public Policy {
+ public:
+  static absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> Load(
+      const std::string& path, int64_t bins = 256);
+  ~TorchScriptPolicy() override;
+
+  ActResult Act(const PolicyInput& in, bool greedy) override;
+  EvalResult Evaluate(const PolicyInput& in, const at::Tensor& tokens) override;
+  int chunk() const override { return chunk_; }
+  uint64_t version() const override {
+    return version_.load(std::memory_order_acquire);
+  }
+  void set_version(uint64_t v) { version_.store(v, std::memory_order_release); }
+
+ private:
+  struct Module;
+  TorchScriptPolicy() = default;
+  std::unique_ptr<Module> module_;
+  int64_t bins_ = 256;
+  int chunk_ = 1;
+  std::atomic<uint64_t> version_{0};
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_POLICIES_TORCHSCRIPT_POLICY_H_
