@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace rlvla3 {
 namespace {
@@ -74,18 +75,27 @@ at::Tensor TransformerBlockImpl::ForwardPacked(
     const at::Tensor& x, const std::vector<int64_t>& offsets) {
   const int64_t dh = d_model_ / heads_;
   at::Tensor qkv = qkv_(ln1_(x));  // [T, 3d], one matmul over every real token
-  std::vector<at::Tensor> outs;
-  outs.reserve(offsets.size() - 1);
+  // Attention is block-diagonal: each sample attends to itself only. Samples
+  // of equal length are batched together (instructions have few distinct
+  // lengths), so the cost is a handful of batched matmuls, not one per sample.
+  std::map<int64_t, std::vector<int64_t>> by_length;  // length -> token rows
   for (size_t b = 0; b + 1 < offsets.size(); ++b) {
-    const int64_t s = offsets[b], L = offsets[b + 1] - offsets[b];
-    at::Tensor seg = qkv.narrow(0, s, L)
-                         .view({1, L, 3, heads_, dh})
-                         .permute({2, 0, 3, 1, 4});
-    outs.push_back(Attend(seg[0], seg[1], seg[2], at::Tensor())
-                       .transpose(1, 2)
-                       .reshape({L, d_model_}));
+    auto& rows = by_length[offsets[b + 1] - offsets[b]];
+    for (int64_t r = offsets[b]; r < offsets[b + 1]; ++r) rows.push_back(r);
   }
-  at::Tensor h = x + proj_(torch::cat(outs, 0));
+  at::Tensor attended = torch::empty({x.size(0), d_model_}, x.options());
+  for (const auto& [L, rows] : by_length) {
+    const int64_t G = static_cast<int64_t>(rows.size()) / L;
+    at::Tensor idx = torch::tensor(rows, at::kLong).to(x.device());
+    at::Tensor seg = qkv.index_select(0, idx)
+                         .view({G, L, 3, heads_, dh})
+                         .permute({2, 0, 3, 1, 4});  // [3, G, H, L, dh]
+    at::Tensor out = Attend(seg[0], seg[1], seg[2], at::Tensor())
+                         .transpose(1, 2)
+                         .reshape({G * L, d_model_});
+    attended = attended.index_copy(0, idx, out);
+  }
+  at::Tensor h = x + proj_(attended);
   return h + fc2_(torch::gelu(fc1_(ln2_(h))));
 }
 

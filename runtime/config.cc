@@ -122,6 +122,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "AdamW weight decay");
   s->Real("sft.time_budget_s", &c->sft.time_budget_s, {0.0, true, 1e7, false},
           "training stops after this many seconds");
+  s->Real("sft.label_sigma_bins", &c->sft.label_sigma_bins,
+          {0.0, false, 64.0, false},
+          "soft targets: Gaussian width over neighbouring bins (0 = one-hot)");
   s->Int("sft.eval_episodes", &c->sft.eval_episodes, {0, 50},
          "evaluation episodes per task");
   s->Int("sft.execute_steps", &c->sft.execute_steps, {1, 64},

@@ -114,8 +114,10 @@ struct SftConfig {
   double lr = 3e-4;  // AdamW learning rate
   double weight_decay = 0.01;
   double time_budget_s = 1500;  // training stops early when over this
-  int64_t eval_episodes = 10;   // per task, initial states 0..n-1
-  int64_t execute_steps = 1;    // chunk steps executed before re-planning
+  double label_sigma_bins =
+      2.0;  // soft BC targets: Gaussian width in bins (0 = one-hot)
+  int64_t eval_episodes = 10;  // per task, initial states 0..n-1
+  int64_t execute_steps = 1;   // chunk steps executed before re-planning
   std::string checkpoint =
       "";  // output folder; default <run folder>/checkpoint
 };

@@ -340,6 +340,17 @@ absl::StatusOr<SftResult> RunSft(
   at::Tensor text, lens;
   TaskText(instructions, tok, c.policy.max_text_len, &text, &lens);
 
+  // Row t: the target distribution for expert bin t (Gaussian over bins).
+  const int64_t bins = net->options().bins();
+  at::Tensor grid = torch::arange(bins, torch::kFloat);
+  at::Tensor soft_labels = torch::eye(bins);
+  if (c.sft.label_sigma_bins > 0) {
+    const double s2 = 2.0 * c.sft.label_sigma_bins * c.sft.label_sigma_bins;
+    soft_labels =
+        torch::exp(-(grid.unsqueeze(1) - grid.unsqueeze(0)).pow(2) / s2);
+    soft_labels = soft_labels / soft_labels.sum(1, /*keepdim=*/true);
+  }
+
   t0 = Clock::now();
   const int64_t B = std::min<int64_t>(c.sft.batch_size, N);
   const int64_t steps_per_epoch = std::max<int64_t>(1, N / B);
@@ -359,8 +370,14 @@ absl::StatusOr<SftResult> RunSft(
       at::Tensor task = all_t.index_select(0, idx);
       in.text = text.index_select(0, task);
       in.text_len = lens.index_select(0, task);
-      EvalResult e = policy.Evaluate(in, all_y.index_select(0, idx));
-      at::Tensor loss = -e.log_probs.mean() / static_cast<double>(kActionDim);
+      // Cross-entropy against the expert's bins, softened over neighbouring
+      // bins (bins are ordinal: a near miss is better than a far one).
+      at::Tensor logp =
+          torch::log_softmax(net->forward(in, /*packed=*/true).logits, -1);
+      at::Tensor target =
+          soft_labels.index_select(0, all_y.index_select(0, idx).flatten())
+              .view(logp.sizes());
+      at::Tensor loss = -(target * logp).sum(-1).mean();
       opt.zero_grad();
       loss.backward();
       opt.step();
