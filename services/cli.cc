@@ -19,6 +19,7 @@
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
+#include "services/config_bridge.h"
 #include "services/expert_eval.h"
 #include "services/selfcheck.h"
 #include "services/sft.h"
@@ -121,14 +122,6 @@ std::optional<Config> LoadOrReport(const CommonFlags& f) {
   return *std::move(c);
 }
 
-EnvOptions EnvOptionsFromConfig(const Config& c) {
-  EnvOptions o;
-  o.image_width = static_cast<int>(c.env.image_width);
-  o.image_height = static_cast<int>(c.env.image_height);
-  o.shaped_reward = c.env.shaped_reward;
-  return o;
-}
-
 int VerbConfig(const CommonFlags& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
@@ -202,59 +195,64 @@ int VerbExpertEval(const CommonFlags& f) {
   return kExitOk;
 }
 
-int VerbRender(const CommonFlags& f) {
+// What render and rollout-video share: config, logging, --task/--init/--out.
+struct TaskVerb {
+  Config config;
+  std::string task;
+  int init = 0;
+  std::string out;
+};
+
+std::optional<TaskVerb> ParseTaskVerb(const CommonFlags& f, const char* verb,
+                                      const std::string& default_out) {
   auto c = LoadOrReport(f);
-  if (!c) return kExitUsage;
+  if (!c) return std::nullopt;
   InitLogging(c->run.log_level);
   ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
-  auto init = PositiveInt("--init",
-                          std::to_string(std::stoi(f.Get("--init", "0")) + 1));
-  if (!init) return kExitUsage;
-  const std::string task = f.Get("--task", "");
-  const std::string out = f.Get("--out", "frame.png");
-  if (task.empty()) {
-    std::fprintf(stderr, "rl-vla3: render needs --task NAME\n");
-    return kExitUsage;
+  TaskVerb v{*c, f.Get("--task", ""), 0, f.Get("--out", default_out)};
+  const std::string init = f.Get("--init", "0");
+  if (!absl::SimpleAtoi(init, &v.init) || v.init < 0) {
+    std::fprintf(stderr, "rl-vla3: --init = \"%s\": expected an integer >= 0\n",
+                 init.c_str());
+    return std::nullopt;
   }
-  absl::Status s =
-      RenderInitialState(task, *init - 1, EnvOptionsFromConfig(*c), out);
+  if (v.task.empty()) {
+    std::fprintf(stderr, "rl-vla3: %s needs --task NAME\n", verb);
+    return std::nullopt;
+  }
+  return v;
+}
+
+int VerbRender(const CommonFlags& f) {
+  auto v = ParseTaskVerb(f, "render", "frame.png");
+  if (!v) return kExitUsage;
+  absl::Status s = RenderInitialState(v->task, v->init,
+                                      EnvOptionsFromConfig(v->config), v->out);
   if (!s.ok()) {
     spdlog::error("render: {}", s.ToString());
     return absl::IsNotFound(s) ? kExitUsage : kExitFailure;
   }
   std::printf(
       "wrote %s (agentview | wrist, %dx%d each; also *_agentview.png, "
-      "*_wrist.png) for task %s, initial state "
-      "%d\n",
-      out.c_str(), static_cast<int>(c->env.image_width),
-      static_cast<int>(c->env.image_height), task.c_str(), *init - 1);
+      "*_wrist.png) for task %s, initial state %d\n",
+      v->out.c_str(), static_cast<int>(v->config.env.image_width),
+      static_cast<int>(v->config.env.image_height), v->task.c_str(), v->init);
   return kExitOk;
 }
 
 int VerbRolloutVideo(const CommonFlags& f) {
-  auto c = LoadOrReport(f);
-  if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
-  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
-  auto init = PositiveInt("--init",
-                          std::to_string(std::stoi(f.Get("--init", "0")) + 1));
-  if (!init) return kExitUsage;
-  const std::string task = f.Get("--task", "");
-  const std::string out = f.Get("--out", "run.gif");
-  if (task.empty()) {
-    std::fprintf(stderr, "rl-vla3: rollout-video needs --task NAME\n");
-    return kExitUsage;
-  }
+  auto v = ParseTaskVerb(f, "rollout-video", "run.gif");
+  if (!v) return kExitUsage;
   absl::StatusOr<RolloutSummary> r =
-      RecordRollout(task, f.Get("--policy", "expert"), *init - 1,
-                    EnvOptionsFromConfig(*c), out);
+      RecordRollout(v->task, f.Get("--policy", "expert"), v->init,
+                    EnvOptionsFromConfig(v->config), v->out);
   if (!r.ok()) {
     spdlog::error("rollout-video: {}", r.status().ToString());
     return absl::IsNotFound(r.status()) || absl::IsInvalidArgument(r.status())
                ? kExitUsage
                : kExitFailure;
   }
-  std::printf("wrote %s: %d steps, %s, %d frames\n", out.c_str(), r->steps,
+  std::printf("wrote %s: %d steps, %s, %d frames\n", v->out.c_str(), r->steps,
               r->success ? "success" : "no success", r->frames);
   return kExitOk;
 }

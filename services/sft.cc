@@ -19,6 +19,7 @@
 #include "policies/action_tokenizer.h"
 #include "policies/checkpoint.h"
 #include "policies/tiny_vla_policy.h"
+#include "services/config_bridge.h"
 
 namespace rlvla3 {
 namespace {
@@ -27,14 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-EnvOptions SftEnvOptions(const Config& c) {
-  EnvOptions o;
-  o.image_width = static_cast<int>(c.env.image_width);
-  o.image_height = static_cast<int>(c.env.image_height);
-  o.shaped_reward = c.env.shaped_reward;
-  return o;
 }
 
 TinyVLAOptions NetOptions(const Config& c, int64_t vocab) {
@@ -125,7 +118,7 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
   po.num_envs = per_task * n_tasks;
   po.num_threads = static_cast<int>(c.threads.env_workers);
   po.seed = static_cast<uint64_t>(c.run.seed);
-  po.env = SftEnvOptions(c);
+  po.env = EnvOptionsFromConfig(c);
   po.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);
   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(po);
   if (!pool.ok()) return pool.status();
@@ -223,7 +216,7 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
   ConfigureSoftwareRasterizer(static_cast<int>(c.threads.lp_num_threads));
   absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
   if (!gl.ok()) return gl.status();
-  const EnvOptions opts = SftEnvOptions(c);
+  const EnvOptions opts = EnvOptionsFromConfig(c);
   std::vector<std::string> instructions;
   struct Job {
     std::unique_ptr<ManipulationEnv> env;

@@ -66,4 +66,22 @@ TEST(Cli, SelfCheckRunsEndToEnd) {
       << r.output;
 }
 
+TEST(Cli, RenderWritesBothCamerasAndRejectsBadFlags) {
+  const std::string out = testing::TempDir() + "/cli_frame.png";
+  Result r = RunCli("render --task open_the_drawer --init 3 --out " + out +
+                    " --set env.image_width=48 --set env.image_height=48");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string suffix : {".png", "_agentview.png", "_wrist.png"}) {
+    const std::string path =
+        out.substr(0, out.size() - 4) + (suffix == ".png" ? ".png" : suffix);
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(in.good()) << path;
+  }
+  EXPECT_EQ(RunCli("render --task open_the_drawer --init abc").exit_code, 2);
+  EXPECT_EQ(RunCli("render --init 1").exit_code, 2);
+  EXPECT_EQ(RunCli("render --task juggle").exit_code, 2);
+  EXPECT_EQ(RunCli("eval").exit_code, 2);
+  EXPECT_EQ(RunCli("eval --checkpoint /nonexistent").exit_code, 2);
+}
+
 }  // namespace
