@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "envs/scripted_expert.h"
 #include "envs/task_file.h"
+#include "runtime/supervisor.h"
 
 namespace rlvla3 {
 namespace {
@@ -73,16 +74,20 @@ absl::StatusOr<std::vector<ExpertTaskResult>> EvaluateExperts(
   std::vector<absl::StatusOr<ExpertTaskResult>> results(
       specs.size(), absl::UnknownError("not run"));
   std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
+  // Workers take tasks from a shared counter; the supervisor stops them all on
+  // the first failure and reports it.
+  std::atomic<bool> stop{false};
+  Supervisor sup([&] { stop = true; });
   for (int i = 0; i < std::max(1, threads); ++i) {
-    pool.emplace_back([&] {
-      for (size_t k; (k = next.fetch_add(1)) < specs.size();) {
+    sup.Spawn(absl::StrCat("expert-eval-", i), [&]() -> absl::Status {
+      for (size_t k; !stop && (k = next.fetch_add(1)) < specs.size();) {
         results[k] = EvaluateTask(*specs[k], episodes, options);
+        if (!results[k].ok()) return results[k].status();
       }
+      return absl::OkStatus();
     });
   }
-  for (auto& t : pool)
-    t.join();  // all equal workers over a shared counter; none can fail alone
+  if (absl::Status s = sup.Wait(); !s.ok()) return s;
   std::vector<ExpertTaskResult> out;
   for (auto& r : results) {
     if (!r.ok()) return r.status();

@@ -132,7 +132,6 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
     d.task_names.push_back(t.name);
     d.instructions.push_back(t.instruction);
   }
-  const size_t img = static_cast<size_t>(d.width) * d.height * 3;
   struct Episode {
     std::vector<uint8_t> agentview, wrist;
     std::vector<float> proprio, actions;
@@ -206,7 +205,6 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
     }
     if (absl::Status s = p.Send(send, actions); !s.ok()) return s;
   }
-  (void)img;
   return d;
 }
 
