@@ -71,10 +71,8 @@ at::Tensor TransformerBlockImpl::ForwardPadded(const at::Tensor& x,
   return h + fc2_(torch::gelu(fc1_(ln2_(h))));
 }
 
-at::Tensor TransformerBlockImpl::ForwardPacked(
-    const at::Tensor& x, const std::vector<int64_t>& offsets) {
-  const int64_t dh = d_model_ / heads_;
-  at::Tensor qkv = qkv_(ln1_(x));  // [T, 3d], one matmul over every real token
+PackedGroups::PackedGroups(const std::vector<int64_t>& offsets,
+                           const at::Device& device) {
   // Attention is block-diagonal: each sample attends to itself only. Samples
   // of equal length are batched together (instructions have few distinct
   // lengths), so the cost is a handful of batched matmuls, not one per sample.
@@ -83,17 +81,25 @@ at::Tensor TransformerBlockImpl::ForwardPacked(
     auto& rows = by_length[offsets[b + 1] - offsets[b]];
     for (int64_t r = offsets[b]; r < offsets[b + 1]; ++r) rows.push_back(r);
   }
+  for (const auto& [length, rows] : by_length) {
+    groups.push_back({length, torch::tensor(rows, at::kLong).to(device)});
+  }
+}
+
+at::Tensor TransformerBlockImpl::ForwardPacked(const at::Tensor& x,
+                                               const PackedGroups& groups) {
+  const int64_t dh = d_model_ / heads_;
+  at::Tensor qkv = qkv_(ln1_(x));  // [T, 3d], one matmul over every real token
   at::Tensor attended = torch::empty({x.size(0), d_model_}, x.options());
-  for (const auto& [L, rows] : by_length) {
-    const int64_t G = static_cast<int64_t>(rows.size()) / L;
-    at::Tensor idx = torch::tensor(rows, at::kLong).to(x.device());
-    at::Tensor seg = qkv.index_select(0, idx)
+  for (const auto& g : groups.groups) {
+    const int64_t L = g.length, G = g.rows.numel() / L;
+    at::Tensor seg = qkv.index_select(0, g.rows)
                          .view({G, L, 3, heads_, dh})
                          .permute({2, 0, 3, 1, 4});  // [3, G, H, L, dh]
     at::Tensor out = Attend(seg[0], seg[1], seg[2], at::Tensor())
                          .transpose(1, 2)
                          .reshape({G * L, d_model_});
-    attended = attended.index_copy(0, idx, out);
+    attended = attended.index_copy(0, g.rows, out);
   }
   at::Tensor h = x + proj_(attended);
   return h + fc2_(torch::gelu(fc1_(ln2_(h))));
@@ -197,8 +203,9 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
       offsets.push_back(offsets.back() + img.size(1) + 1 + len[b] + 1);
     }
     at::Tensor x = torch::cat(pieces, 0);  // [T, d], no padding
+    const PackedGroups groups(offsets, x.device());
     for (auto& blk : *blocks_)
-      x = blk->as<TransformerBlock>()->ForwardPacked(x, offsets);
+      x = blk->as<TransformerBlock>()->ForwardPacked(x, groups);
     at::Tensor ends =
         torch::tensor(std::vector<int64_t>(offsets.begin() + 1, offsets.end()),
                       at::kLong) -

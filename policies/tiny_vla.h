@@ -62,6 +62,18 @@ struct TinyVLAOutput {
   at::Tensor values;  // float32 [B]
 };
 
+// The packed sequence's rows grouped by sample length: samples of equal
+// length attend as one batch. Built once per forward pass from the B+1
+// segment offsets, used by every block.
+struct PackedGroups {
+  struct Group {
+    int64_t length;   // tokens per sample in this group
+    at::Tensor rows;  // int64 [G * length] row indexes, sample-major
+  };
+  std::vector<Group> groups;
+  PackedGroups(const std::vector<int64_t>& offsets, const at::Device& device);
+};
+
 // One pre-LN transformer block whose attention runs either batched with an
 // additive mask (padded) or per sample over packed segments.
 class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
@@ -70,9 +82,8 @@ class TransformerBlockImpl : public torch::nn::Cloneable<TransformerBlockImpl> {
   void reset() override;
   // x: [B, L, d]; mask: additive [B, 1, 1, L] (0 or -inf).
   at::Tensor ForwardPadded(const at::Tensor& x, const at::Tensor& mask);
-  // x: [T, d] packed; offsets: B+1 segment starts (int64, CPU).
-  at::Tensor ForwardPacked(const at::Tensor& x,
-                           const std::vector<int64_t>& offsets);
+  // x: [T, d] packed; groups: PackedGroups(offsets), shared by all blocks.
+  at::Tensor ForwardPacked(const at::Tensor& x, const PackedGroups& groups);
 
  private:
   at::Tensor Attend(const at::Tensor& q, const at::Tensor& k,
