@@ -39,6 +39,7 @@ struct EnvSlot {
   float action[kActionDim] = {};
   std::atomic<bool> pending{false};  // an action is queued or being stepped
   bool needs_reset = false;          // the last state ended its episode
+  int next_init = -1;                // init state of the next reset (-1: own)
   EnvState state;
   std::mt19937_64 latency_rng;
 };
@@ -73,6 +74,7 @@ struct EnvPool::Impl {
                       std::greater<>>
       delayed;
   bool stopping = false;
+  std::function<void(int)> on_ready;
 
   Histogram step_ms;
   std::atomic<uint64_t> steps{0}, resets{0}, done{0}, truncated{0}, unstable{0},
@@ -115,6 +117,7 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
   }
   std::unique_ptr<EnvPool> pool(new EnvPool(o));
   Impl& impl = *pool->impl_;
+  impl.on_ready = o.on_ready;
   for (int i = 0; i < o.num_envs; ++i) {
     impl.slots.push_back(std::make_unique<EnvSlot>());
     impl.slots.back()->latency_rng.seed(o.seed + static_cast<uint64_t>(i) +
@@ -206,7 +209,12 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
             const auto t0 = Clock::now();
             slot.state.error = absl::OkStatus();
             if (slot.needs_reset) {
-              env.Reset();
+              if (slot.next_init >= 0) {
+                env.Reset(slot.next_init);
+                slot.next_init = -1;
+              } else {
+                env.Reset();
+              }
               slot.needs_reset = false;
               slot.state.result = StepResult{};
               im.resets.fetch_add(1, std::memory_order_relaxed);
@@ -235,9 +243,11 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
             slot.state.step = env.step_count();
             slot.state.episode_id = env.episode_id();
             slot.state.init_id = env.init_id();
+            const auto t1 = Clock::now();
             slot.state.step_ms =
-                std::chrono::duration<double, std::milli>(Clock::now() - t0)
-                    .count();
+                std::chrono::duration<double, std::milli>(t1 - t0).count();
+            slot.state.step_begin_ns = t0.time_since_epoch().count();
+            slot.state.step_end_ns = t1.time_since_epoch().count();
             im.step_ms.Observe(slot.state.step_ms);
             if (o.latency.enabled()) {
               const auto release =
@@ -250,8 +260,11 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
               im.delay_cv.notify_one();
             } else {
               slot.pending.store(false, std::memory_order_release);
-              if (im.state_queue.Push(id) != QueueStatus::kOk)
+              if (o.on_ready) {
+                o.on_ready(id);
+              } else if (im.state_queue.Push(id) != QueueStatus::kOk) {
                 return absl::OkStatus();
+              }
             }
           }
         });
@@ -279,7 +292,11 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
         impl.delayed.pop();
         impl.slots[id]->pending.store(false, std::memory_order_release);
         lock.unlock();
-        impl.state_queue.Push(id);
+        if (impl.on_ready) {
+          impl.on_ready(id);
+        } else {
+          impl.state_queue.Push(id);
+        }
         lock.lock();
       }
     });
@@ -290,7 +307,9 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
       o.num_envs, threads, o.env.image_width, o.env.image_height,
       o.env.render ? "" : " (not rendered)", o.latency.Describe());
   // Every env starts ready with its reset observation.
-  for (int i = 0; i < o.num_envs; ++i) impl.state_queue.Push(i);
+  if (!o.on_ready) {
+    for (int i = 0; i < o.num_envs; ++i) impl.state_queue.Push(i);
+  }
   return pool;
 }
 
@@ -356,6 +375,12 @@ absl::Status EnvPool::Recv(int min_envs, absl::Duration timeout,
 
 const EnvState& EnvPool::state(int env_id) const {
   return impl_->slots[env_id]->state;
+}
+
+void EnvPool::SetNextReset(int env_id, int init_id) {
+  EnvSlot& slot = *impl_->slots[env_id];
+  slot.next_init = init_id;
+  slot.needs_reset = true;
 }
 
 const ManipulationEnv& EnvPool::env(int env_id) const {

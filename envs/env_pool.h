@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,11 @@ struct EnvPoolOptions {
   EnvOptions env;
   LatencyModel latency;
   int lp_num_threads = 0;  // llvmpipe threads per render (0: on the worker)
+  // If set, a ready env is handed to this callback (on the worker or latency
+  // timer thread) instead of the state queue, and Recv is not used: the
+  // engine's level-1 path. Initial states are not announced; the owner reads
+  // state(i) of every env itself after Create. The callback must not block.
+  std::function<void(int env_id)> on_ready;
 };
 
 // What an env reports after a reset or a step. Valid until the next Send for
@@ -74,6 +80,8 @@ struct EnvState {
   absl::Status error;  // the last action was rejected (not stepped)
   double step_ms =
       0.0;  // wall time of the step (or reset), latency model excluded
+  int64_t step_begin_ns = 0;  // steady-clock interval of that step (or reset)
+  int64_t step_end_ns = 0;
   const Observation* obs = nullptr;
 };
 
@@ -107,6 +115,10 @@ class EnvPool {
   absl::Status Recv(int min_envs, absl::Duration timeout,
                     std::vector<int>* env_ids);
   const EnvState& state(int env_id) const;
+  // The next Send to this env resets it to initial state `init_id` instead of
+  // stepping it (after an episode end: instead of a reset drawn from its own
+  // seed). Only between Recv (or on_ready) returning it and the next Send.
+  void SetNextReset(int env_id, int init_id);
   // The env itself (e.g. for a scripted expert reading privileged state).
   // Only between Recv returning it and the next Send for it.
   const ManipulationEnv& env(int env_id) const;

@@ -57,4 +57,20 @@ EvalResult TinyVLAPolicy::Evaluate(const PolicyInput& in,
   return e;
 }
 
+void EncodeInstructionTable(const std::vector<std::string>& instructions,
+                            const TextTokenizer& tokenizer, int64_t max_len,
+                            at::Tensor* text, at::Tensor* lens) {
+  const int64_t T = static_cast<int64_t>(instructions.size());
+  *text = torch::zeros({T, max_len}, torch::kLong);
+  *lens = torch::zeros({T}, torch::kLong);
+  for (int64_t t = 0; t < T; ++t) {
+    const std::vector<int64_t> ids =
+        tokenizer.Encode(instructions[t], static_cast<size_t>(max_len));
+    for (size_t j = 0; j < ids.size(); ++j) {
+      text->data_ptr<int64_t>()[t * max_len + static_cast<int64_t>(j)] = ids[j];
+    }
+    lens->data_ptr<int64_t>()[t] = static_cast<int64_t>(ids.size());
+  }
+}
+
 }  // namespace rlvla3

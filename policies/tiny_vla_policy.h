@@ -14,8 +14,11 @@
 #define RLVLA3_POLICIES_TINY_VLA_POLICY_H_
 
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include "policies/policy.h"
+#include "policies/text_tokenizer.h"
 #include "policies/tiny_vla.h"
 
 namespace rlvla3 {
@@ -48,6 +51,12 @@ class TinyVLAPolicy final : public Policy {
   std::atomic<uint64_t> version_;
   bool packed_evaluate_;
 };
+
+// Instruction token ids of each row of `instructions`, 0-padded:
+// text int64 [T, max_len], lens int64 [T].
+void EncodeInstructionTable(const std::vector<std::string>& instructions,
+                            const TextTokenizer& tokenizer, int64_t max_len,
+                            at::Tensor* text, at::Tensor* lens);
 
 }  // namespace rlvla3
 

@@ -62,6 +62,13 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "camera image height (pixels)");
   s->Bool("env.shaped_reward", &c->env.shaped_reward,
           "shaped reward instead of sparse success");
+  s->String("env.tasks", &c->env.tasks,
+            "comma-separated task names or task files, or \"all\"");
+  s->Real("env.latency_mean_ms", &c->env.latency_mean_ms,
+          {0.0, false, 1e6, false},
+          "latency model: mean extra ms per step (0: off)");
+  s->Real("env.latency_cv", &c->env.latency_cv, {0.0, false, 10.0, false},
+          "latency model: coefficient of variation");
 
   s->Int("threads.torch_intra_op", &c->threads.torch_intra_op, {1, 256},
          "LibTorch intra-op threads");
@@ -132,6 +139,46 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->String("sft.checkpoint", &c->sft.checkpoint,
             "output folder (default <run folder>/checkpoint)");
 
+  s->Choice("rl.algorithm", &c->rl.algorithm, {"ppo", "grpo"}, "RL objective");
+  s->Int("rl.rollout_len", &c->rl.rollout_len, {1, 100000},
+         "decisions per env per segment");
+  s->Int("rl.micro_batch", &c->rl.micro_batch, {1, 65536},
+         "samples per forward/backward");
+  s->Real("rl.lr", &c->rl.lr, {0.0, true, 1.0, false}, "AdamW learning rate");
+  s->Real("rl.weight_decay", &c->rl.weight_decay, {0.0, false, 1.0, false},
+          "AdamW weight decay");
+  s->Real("rl.max_grad_norm", &c->rl.max_grad_norm, {0.0, false, 1e6, false},
+          "gradient norm clip (0: off)");
+  s->Real("rl.gamma", &c->rl.gamma, {0.0, false, 1.0, false},
+          "discount per decision");
+  s->Real("rl.gae_lambda", &c->rl.gae_lambda, {0.0, false, 1.0, false},
+          "GAE lambda");
+  s->Real("rl.clip_eps", &c->rl.clip_eps, {0.0, true, 1.0, false},
+          "PPO clip range");
+  s->Real("rl.is_cap", &c->rl.is_cap, {1.0, false, 1e6, false},
+          "behaviour importance weight cap");
+  s->Real("rl.value_coef", &c->rl.value_coef, {0.0, false, 1e3, false},
+          "value loss weight");
+  s->Real("rl.entropy_coef", &c->rl.entropy_coef, {0.0, false, 10.0, false},
+          "entropy bonus weight");
+  s->Int("rl.max_policy_lag", &c->rl.max_policy_lag, {0, 1000},
+         "versions rollout may run ahead of the learner");
+  s->Int("rl.execute_steps", &c->rl.execute_steps, {1, 64},
+         "chunk steps executed per decision");
+  s->Int("rl.grpo_group_size", &c->rl.grpo_group_size, {2, 1024},
+         "episodes per initial state (GRPO)");
+  s->Real("rl.duration_s", &c->rl.duration_s, {0.0, true, 1e7, false},
+          "run length in seconds");
+  s->Int("rl.max_steps", &c->rl.max_steps, {0, 1000000000},
+         "stop after this many optimizer steps (0: off)");
+  s->Int("rl.checkpoint_every", &c->rl.checkpoint_every, {0, 1000000000},
+         "optimizer steps between checkpoints (0: only at the end)");
+  s->String("rl.init_checkpoint", &c->rl.init_checkpoint,
+            "start from this checkpoint folder");
+  s->Int("rl.success_window", &c->rl.success_window, {1, 1000000},
+         "episodes in the rolling success rate");
+  s->Bool("rl.timeline", &c->rl.timeline, "record per-stage intervals");
+
   s->Int("selfcheck.num_envs", &c->selfcheck.num_envs, {1, 1024},
          "synthetic envs");
   s->Int("selfcheck.steps_per_env", &c->selfcheck.steps_per_env, {1, 10000000},
@@ -162,6 +209,18 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
                        absl::StrCat(c.batcher.max_batch),
                        absl::StrCat("at most queues.request.capacity (",
                                     c.queues.request.capacity, ")")}
+        .ToStatus();
+  }
+  if (c.rl.execute_steps > c.policy.chunk) {
+    return ConfigError{
+        origin, "rl.execute_steps", absl::StrCat(c.rl.execute_steps),
+        absl::StrCat("at most policy.chunk (", c.policy.chunk, ")")}
+        .ToStatus();
+  }
+  if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {
+    return ConfigError{origin, "env.num_envs", absl::StrCat(c.env.num_envs),
+                       absl::StrCat("a multiple of rl.grpo_group_size (",
+                                    c.rl.grpo_group_size, ")")}
         .ToStatus();
   }
   return c;

@@ -91,6 +91,9 @@ struct EnvConfig {
   int64_t image_width = 128;  // camera resolution (pixels)
   int64_t image_height = 128;
   bool shaped_reward = false;  // sparse success reward unless true
+  std::string tasks = "all";   // env i runs task i % n of this list ("all")
+  double latency_mean_ms = 0;  // extra lognormal wall time per step (0: off)
+  double latency_cv = 0.5;     // its coefficient of variation
 };
 
 // TinyVLA sizes (policies/tiny_vla.h); the defaults train on a 2-core CPU.
@@ -122,6 +125,31 @@ struct SftConfig {
       "";  // output folder; default <run folder>/checkpoint
 };
 
+// Reinforcement learning (`rl-vla3 train` / `bench`; runtime/engine/).
+struct RlConfig {
+  std::string algorithm = "ppo";  // ppo | grpo
+  int64_t rollout_len = 16;       // decisions per env per segment (PPO)
+  int64_t micro_batch = 32;       // samples per forward/backward
+  double lr = 1e-4;               // AdamW learning rate
+  double weight_decay = 0.0;
+  double max_grad_norm = 1.0;  // gradient clipping (0: off)
+  double gamma = 0.99;         // discount per decision
+  double gae_lambda = 0.95;
+  double clip_eps = 0.2;        // PPO ratio clip against the proximal policy
+  double is_cap = 2.0;          // behaviour importance weight truncation
+  double value_coef = 0.5;      // value loss weight (PPO)
+  double entropy_coef = 0.0;    // entropy bonus weight
+  int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner
+  int64_t execute_steps = 4;    // chunk steps executed per decision
+  int64_t grpo_group_size = 4;  // G episodes per initial state (GRPO)
+  double duration_s = 120;      // run length (wall time)
+  int64_t max_steps = 0;        // stop after this many optimizer steps (0: off)
+  int64_t checkpoint_every = 0;  // optimizer steps between checkpoints (0: end)
+  std::string init_checkpoint = "";  // start from this checkpoint folder
+  int64_t success_window = 50;       // episodes in the rolling success rate
+  bool timeline = false;  // record per-stage intervals (tests, report)
+};
+
 struct Config {
   RunConfig run;
   EnvConfig env;
@@ -132,6 +160,7 @@ struct Config {
   SelfCheckConfig selfcheck;
   PolicyConfig policy;
   SftConfig sft;
+  RlConfig rl;
 };
 
 // Binds every field of `*c` into `*schema` (keys, ranges, help texts).

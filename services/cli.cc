@@ -19,10 +19,12 @@
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
+#include "runtime/report_html.h"
 #include "services/config_bridge.h"
 #include "services/expert_eval.h"
 #include "services/selfcheck.h"
 #include "services/sft.h"
+#include "services/train.h"
 #include "services/visualize.h"
 
 namespace rlvla3 {
@@ -47,6 +49,8 @@ constexpr char kUsage[] =
     "  sft            behaviour cloning of TinyVLA from the scripted experts\n"
     "  eval           --checkpoint DIR [--episodes N] [--task NAME]...\n"
     "                 a checkpoint's success rate per task\n"
+    "  train          [--mode sync|async] [--init-checkpoint DIR]\n"
+    "                 RL post-training: env pool, inference actors, learner\n"
     "  version        print the version\n"
     "  help           this text\n";
 
@@ -338,6 +342,47 @@ int VerbEval(const CommonFlags& f) {
   return kExitOk;
 }
 
+// --mode and --init-checkpoint become run.mode / rl.init_checkpoint overrides.
+std::optional<Config> LoadWithRunFlags(CommonFlags f) {
+  const std::string mode = f.Get("--mode", "");
+  if (!mode.empty()) f.overrides.push_back("run.mode=" + mode);
+  const std::string init = f.Get("--init-checkpoint", "");
+  if (!init.empty()) f.overrides.push_back("rl.init_checkpoint=" + init);
+  return LoadOrReport(f);
+}
+
+int VerbTrain(const CommonFlags& f) {
+  auto c = LoadWithRunFlags(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
+  absl::StatusOr<std::string> dir = MakeRunDir(*c);
+  if (!dir.ok()) {
+    spdlog::error("train: {}", dir.status().ToString());
+    return kExitFailure;
+  }
+  InstallStopSignalHandlers();
+  absl::StatusOr<EngineRun> r = RunEngineOnce(*c, *dir, RunOptions{});
+  if (!r.ok()) {
+    spdlog::error("train: {}", r.status().ToString());
+    return IsConfigError(r.status()) ? kExitUsage : kExitFailure;
+  }
+  Report report{absl::StrCat("rl-vla3 train: ", c->run.name, " (", c->run.mode,
+                             ", ", c->rl.algorithm, ")"),
+                RunReportSections({&*r})};
+  const std::string summary = FormatTrainSummary(*r);
+  report.sections.insert(report.sections.begin(),
+                         ReportSection{"Summary", summary, {}, {}, {}});
+  const std::string report_path = *dir + "/report.html";
+  if (absl::Status s = WriteReportHtml(report, report_path); !s.ok()) {
+    spdlog::error("train: {}", s.ToString());
+    return kExitFailure;
+  }
+  std::printf("%sreport: %s\n", summary.c_str(), report_path.c_str());
+  std::ofstream(*dir + "/summary.txt") << summary;
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args) {
@@ -358,6 +403,10 @@ int RunCli(const std::vector<std::string>& args) {
   if (verb == "eval") {
     auto flags = ParseFlags(args, 1, {"--checkpoint", "--episodes", "--task"});
     return flags ? VerbEval(*flags) : kExitUsage;
+  }
+  if (verb == "train") {
+    auto flags = ParseFlags(args, 1, {"--mode", "--init-checkpoint"});
+    return flags ? VerbTrain(*flags) : kExitUsage;
   }
   if (verb == "render") {
     auto flags = ParseFlags(args, 1, {"--task", "--init", "--out"});

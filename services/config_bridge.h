@@ -9,7 +9,9 @@
 #ifndef RLVLA3_SERVICES_CONFIG_BRIDGE_H_
 #define RLVLA3_SERVICES_CONFIG_BRIDGE_H_
 
+#include "envs/env_pool.h"
 #include "envs/manipulation_env.h"
+#include "policies/tiny_vla.h"
 #include "runtime/config.h"
 
 namespace rlvla3 {
@@ -20,6 +22,36 @@ inline EnvOptions EnvOptionsFromConfig(const Config& c) {
   o.image_width = static_cast<int>(c.env.image_width);
   o.image_height = static_cast<int>(c.env.image_height);
   o.shaped_reward = c.env.shaped_reward;
+  return o;
+}
+
+// policy.* keys -> TinyVLAOptions, for a tokenizer of `vocab` words.
+inline TinyVLAOptions TinyVLAOptionsFromConfig(const Config& c, int64_t vocab) {
+  const PolicyConfig& p = c.policy;
+  return TinyVLAOptions()
+      .vocab_size(vocab)
+      .max_text_len(p.max_text_len)
+      .d_model(p.d_model)
+      .heads(p.heads)
+      .layers(p.layers)
+      .grid(p.grid)
+      .patch(p.patch)
+      .stem_channels(p.stem_channels)
+      .chunk(p.chunk);
+}
+
+// env.* and threads.* keys -> EnvPoolOptions over `tasks`.
+inline EnvPoolOptions EnvPoolOptionsFromConfig(
+    const Config& c, const std::vector<std::string>& tasks) {
+  EnvPoolOptions o;
+  o.tasks = tasks;
+  o.num_envs = static_cast<int>(c.env.num_envs);
+  o.num_threads = static_cast<int>(c.threads.env_workers);
+  o.seed = static_cast<uint64_t>(c.run.seed);
+  o.env = EnvOptionsFromConfig(c);
+  o.latency.mean_ms = c.env.latency_mean_ms;
+  o.latency.cv = c.env.latency_cv;
+  o.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);
   return o;
 }
 

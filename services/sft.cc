@@ -30,36 +30,6 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-TinyVLAOptions NetOptions(const Config& c, int64_t vocab) {
-  const auto& p = c.policy;
-  return TinyVLAOptions()
-      .vocab_size(vocab)
-      .max_text_len(p.max_text_len)
-      .d_model(p.d_model)
-      .heads(p.heads)
-      .layers(p.layers)
-      .grid(p.grid)
-      .patch(p.patch)
-      .stem_channels(p.stem_channels)
-      .chunk(p.chunk);
-}
-
-// Instruction token ids of each task, padded: text [T, L], lengths [T].
-void TaskText(const std::vector<std::string>& instructions,
-              const TextTokenizer& tok, int64_t max_len, at::Tensor* text,
-              at::Tensor* lens) {
-  const int64_t T = static_cast<int64_t>(instructions.size());
-  *text = torch::zeros({T, max_len}, torch::kLong);
-  *lens = torch::zeros({T}, torch::kLong);
-  for (int64_t t = 0; t < T; ++t) {
-    const std::vector<int64_t> ids =
-        tok.Encode(instructions[t], static_cast<size_t>(max_len));
-    for (size_t j = 0; j < ids.size(); ++j)
-      (*text)[t][static_cast<int64_t>(j)] = ids[j];
-    (*lens)[t] = static_cast<int64_t>(ids.size());
-  }
-}
-
 // Copies observations into a PolicyInput (one memcpy per image).
 PolicyInput InputFromObservations(const std::vector<const Observation*>& obs,
                                   const std::vector<int64_t>& task_of,
@@ -242,7 +212,8 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     }
   }
   at::Tensor text, lens;
-  TaskText(instructions, tokenizer, c.policy.max_text_len, &text, &lens);
+  EncodeInstructionTable(instructions, tokenizer, c.policy.max_text_len, &text,
+                         &lens);
   const int execute =
       static_cast<int>(std::min<int64_t>(c.sft.execute_steps, policy.chunk()));
   for (;;) {
@@ -307,7 +278,7 @@ absl::StatusOr<SftResult> RunSft(
 
   std::vector<std::string> instructions = demos->instructions;
   TextTokenizer tok = TextTokenizer::Build(instructions);
-  TinyVLA net(NetOptions(c, tok.size()));
+  TinyVLA net(TinyVLAOptionsFromConfig(c, tok.size()));
   TinyVLAPolicy policy(net, 0);
   for (const auto& p : net->parameters()) result.parameters += p.numel();
   torch::optim::AdamW opt(
@@ -329,7 +300,8 @@ absl::StatusOr<SftResult> RunSft(
   at::Tensor all_y = torch::from_blob(demos->action_tokens.data(),
                                       {N, K, kActionDim}, torch::kLong);
   at::Tensor text, lens;
-  TaskText(instructions, tok, c.policy.max_text_len, &text, &lens);
+  EncodeInstructionTable(instructions, tok, c.policy.max_text_len, &text,
+                         &lens);
 
   // Row t: the target distribution for expert bin t (Gaussian over bins).
   const int64_t bins = net->options().bins();

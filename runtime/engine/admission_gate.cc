@@ -1,0 +1,66 @@
+#include "runtime/engine/admission_gate.h"
+
+namespace rlvla3 {
+
+AdmissionGate::AdmissionGate(int num_envs, int64_t quota,
+                             int64_t max_policy_lag)
+    : quota_(quota), max_lag_(max_policy_lag) {
+  parked_unit_.assign(static_cast<size_t>(num_envs), -1);
+}
+
+bool AdmissionGate::TryAdmit(int env, int64_t unit) {
+  absl::MutexLock lock(&mu_);
+  const int64_t budget =
+      (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
+  if (unit < budget) return true;
+  parked_unit_[static_cast<size_t>(env)] = unit;
+  ++parked_count_;
+  ++parks_;
+  return false;
+}
+
+std::vector<int> AdmissionGate::Advance(uint64_t version) {
+  std::vector<int> out;
+  absl::MutexLock lock(&mu_);
+  if (version > version_) version_ = version;
+  const int64_t budget =
+      (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
+  for (size_t e = 0; e < parked_unit_.size(); ++e) {
+    if (parked_unit_[e] >= 0 && parked_unit_[e] < budget) {
+      parked_unit_[e] = -1;
+      --parked_count_;
+      out.push_back(static_cast<int>(e));
+    }
+  }
+  return out;
+}
+
+std::vector<int> AdmissionGate::ReleaseAll() {
+  std::vector<int> out;
+  absl::MutexLock lock(&mu_);
+  for (size_t e = 0; e < parked_unit_.size(); ++e) {
+    if (parked_unit_[e] >= 0) {
+      parked_unit_[e] = -1;
+      out.push_back(static_cast<int>(e));
+    }
+  }
+  parked_count_ = 0;
+  return out;
+}
+
+int64_t AdmissionGate::budget() const {
+  absl::MutexLock lock(&mu_);
+  return (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
+}
+
+int AdmissionGate::parked() const {
+  absl::MutexLock lock(&mu_);
+  return parked_count_;
+}
+
+uint64_t AdmissionGate::parks() const {
+  absl::MutexLock lock(&mu_);
+  return parks_;
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,56 @@
+// File: runtime/engine/admission_gate.h
+// -----------------------------------------------------------------------------
+// Staleness bound by admission control (as AReaL's and Sample Factory's):
+// each env may take unit n (a decision for PPO, an episode for GRPO) only if
+//   n < (learner_version + 1 + max_policy_lag) * quota
+// where quota is the env's share of one global batch. An env over its budget
+// is parked, not blocked: TryAdmit returns false and remembers it, and
+// Advance (called by the learner after each publish) returns the envs whose
+// budget opened, for the caller to resume. max_policy_lag 0 is lock-step.
+//
+// Example:
+//   AdmissionGate gate(num_envs, /*quota=*/16, /*max_policy_lag=*/1);
+//   if (gate.TryAdmit(env, decisions_taken)) Submit(env);  // else parked
+//   for (int env : gate.Advance(new_version)) Submit(env);  // learner side
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_RUNTIME_ENGINE_ADMISSION_GATE_H_
+#define RLVLA3_RUNTIME_ENGINE_ADMISSION_GATE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace rlvla3 {
+
+class AdmissionGate {
+ public:
+  AdmissionGate(int num_envs, int64_t quota, int64_t max_policy_lag);
+
+  // True if env may take its unit number `unit` (0-based) now; otherwise the
+  // env is parked until an Advance lets it through.
+  bool TryAdmit(int env, int64_t unit);
+  // The learner reached `version`; returns the parked envs now admitted (their
+  // units are admitted too: the caller resumes them without asking again).
+  std::vector<int> Advance(uint64_t version);
+  // Releases every parked env regardless of budget (shutdown).
+  std::vector<int> ReleaseAll();
+
+  int64_t budget() const;  // units each env may take at the current version
+  int parked() const;
+  uint64_t parks() const;  // times an env was parked
+
+ private:
+  const int64_t quota_;
+  const int64_t max_lag_;
+  mutable absl::Mutex mu_;
+  uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<int64_t> parked_unit_ ABSL_GUARDED_BY(mu_);  // -1: not parked
+  int parked_count_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t parks_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_RUNTIME_ENGINE_ADMISSION_GATE_H_

@@ -1,0 +1,327 @@
+#include "runtime/engine/learner.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "policies/tiny_vla_policy.h"
+#include "runtime/engine/advantages.h"
+
+namespace rlvla3 {
+
+LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
+                         const LearnerOptions& options, uint64_t version)
+    : net_(std::move(net)),
+      text_(std::move(text)),
+      text_len_(std::move(text_len)),
+      options_(options),
+      version_(version) {
+  policy_ = std::make_unique<TinyVLAPolicy>(net_, version_);
+  net_->train();
+  optimizer_ = std::make_unique<torch::optim::AdamW>(
+      net_->parameters(), torch::optim::AdamWOptions(options_.lr)
+                              .weight_decay(options_.weight_decay));
+}
+
+LearnerCore::~LearnerCore() = default;
+
+int64_t LearnerCore::waiting_episodes() const {
+  int64_t n = 0;
+  for (const auto& [key, segs] : groups_)
+    n += static_cast<int64_t>(segs.size());
+  return n;
+}
+
+PolicyInput LearnerCore::Gather(const std::vector<SampleRef>& batch,
+                                at::Tensor* tokens) {
+  const int64_t B = static_cast<int64_t>(batch.size());
+  const SegmentShape& sh = batch.front().seg->shape;
+  PolicyInput in;
+  in.agentview = torch::empty({B, sh.height, sh.width, 3}, torch::kByte);
+  in.wrist = torch::empty({B, sh.height, sh.width, 3}, torch::kByte);
+  in.proprio = torch::empty({B, sh.proprio_dim});
+  at::Tensor task = torch::empty({B}, torch::kLong);
+  const size_t img = batch.front().seg->image_bytes;
+  const int64_t ka = static_cast<int64_t>(sh.chunk) * sh.action_dim;
+  at::Tensor tok;
+  if (tokens != nullptr)
+    tok = torch::empty({B, sh.chunk, sh.action_dim}, torch::kByte);
+  for (int64_t b = 0; b < B; ++b) {
+    Segment* s = batch[b].seg;
+    const int t = batch[b].t;
+    std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img, s->agentview_at(t),
+                img);
+    std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, s->wrist_at(t), img);
+    std::memcpy(in.proprio.data_ptr<float>() + b * sh.proprio_dim,
+                s->proprio_at(t), sizeof(float) * sh.proprio_dim);
+    task.data_ptr<int64_t>()[b] = s->task;
+    if (tokens != nullptr) {
+      std::memcpy(tok.data_ptr<uint8_t>() + b * ka, s->tokens_at(t), ka);
+    }
+  }
+  in.text = text_.index_select(0, task);
+  in.text_len = text_len_.index_select(0, task);
+  if (tokens != nullptr) *tokens = tok.to(torch::kLong);
+  return in;
+}
+
+void LearnerCore::Add(const std::vector<Segment*>& segments) {
+  std::vector<Segment*> fresh;
+  for (Segment* s : segments) {
+    const uint64_t oldest = s->min_version();
+    if (s->n == 0 ||
+        (version_ > oldest &&
+         static_cast<int64_t>(version_ - oldest) > options_.max_policy_lag)) {
+      dropped_samples_ += s->n;
+      consumed_.push_back(s);
+      continue;
+    }
+    fresh.push_back(s);
+  }
+  if (fresh.empty()) return;
+  if (options_.algorithm == "grpo") {
+    for (Segment* s : fresh) AddGrpo(s);
+  } else {
+    AddPpo(fresh);
+  }
+}
+
+void LearnerCore::AddPpo(const std::vector<Segment*>& segs) {
+  // V(s_n) for segments cut mid-episode, in one forward pass.
+  std::vector<SampleRef> boot;
+  for (Segment* s : segs) {
+    if (s->has_bootstrap && !s->terminal[s->n - 1])
+      boot.push_back({s, s->n, 0, false});
+  }
+  std::vector<float> boot_values(boot.size(), 0.0f);
+  if (!boot.empty()) {
+    torch::NoGradGuard no_grad;
+    PolicyInput in = Gather(boot, nullptr);
+    at::Tensor v =
+        net_->forward(in, /*packed=*/true).values.to(torch::kCPU).contiguous();
+    std::memcpy(boot_values.data(), v.data_ptr<float>(),
+                sizeof(float) * boot.size());
+  }
+  size_t k = 0;
+  const float weight = 1.0f / static_cast<float>(options_.global_units);
+  for (Segment* s : segs) {
+    float bootstrap = 0.0f;
+    if (s->has_bootstrap && !s->terminal[s->n - 1])
+      bootstrap = boot_values[k++];
+    const size_t n = static_cast<size_t>(s->n);
+    ComputeGae(absl::MakeConstSpan(s->rewards.data(), n),
+               absl::MakeConstSpan(s->values.data(), n),
+               absl::MakeConstSpan(s->terminal.data(), n), bootstrap,
+               static_cast<float>(options_.gamma),
+               static_cast<float>(options_.gae_lambda),
+               absl::MakeSpan(s->advantages.data(), n),
+               absl::MakeSpan(s->returns.data(), n));
+    s->unconsumed = s->n;
+    for (int t = 0; t < s->n; ++t) ready_.push_back({s, t, weight, true});
+    ready_unit_count_ += s->n;
+  }
+}
+
+void LearnerCore::AddGrpo(Segment* seg) {
+  std::vector<Segment*>& group = groups_[seg->group];
+  group.push_back(seg);
+  if (static_cast<int>(group.size()) < options_.grpo_group_size) return;
+  std::vector<float> returns;
+  for (Segment* s : group) returns.push_back(s->episode_return);
+  const std::vector<float> adv = GroupNormalizedAdvantages(returns);
+  for (size_t i = 0; i < group.size(); ++i) {
+    Segment* s = group[i];
+    const float weight = 1.0f / (static_cast<float>(s->n) *
+                                 static_cast<float>(options_.global_units));
+    s->unconsumed = s->n;
+    for (int t = 0; t < s->n; ++t) {
+      s->advantages[t] = adv[i];
+      s->returns[t] = 0.0f;
+      ready_.push_back({s, t, weight, t == s->n - 1});
+    }
+    ++ready_unit_count_;
+  }
+  groups_.erase(seg->group);
+}
+
+int64_t LearnerCore::ready_units() const { return ready_unit_count_; }
+
+bool LearnerCore::ShouldTrain() const {
+  if (!CanTrain()) return false;
+  return ready_samples() >= options_.micro_batch ||
+         ready_unit_count_ >= options_.global_units - units_trained_;
+}
+
+bool LearnerCore::CanTrain() const {
+  return !ready_.empty() && units_trained_ < options_.global_units;
+}
+
+bool LearnerCore::ReadyToStep() const {
+  return units_trained_ >= options_.global_units;
+}
+
+void LearnerCore::TrainMicroBatch() {
+  std::vector<SampleRef> batch;
+  int64_t units = units_trained_;
+  while (!ready_.empty() &&
+         static_cast<int>(batch.size()) < options_.micro_batch &&
+         units < options_.global_units) {
+    batch.push_back(ready_.front());
+    ready_.pop_front();
+    if (batch.back().unit_end) {
+      ++units;
+      --ready_unit_count_;
+    }
+  }
+  if (batch.empty()) return;
+  const int64_t B = static_cast<int64_t>(batch.size());
+  const SegmentShape& sh = batch.front().seg->shape;
+  at::Tensor tokens;
+  PolicyInput in = Gather(batch, &tokens);
+  at::Tensor mask = torch::zeros({B, sh.chunk});
+  at::Tensor behav_k = torch::empty({B, sh.chunk});
+  at::Tensor adv = torch::empty({B}), ret = torch::empty({B}),
+             w = torch::empty({B});
+  for (int64_t b = 0; b < B; ++b) {
+    Segment* s = batch[b].seg;
+    const int t = batch[b].t;
+    const int exec = std::max<int>(1, s->executed[t]);
+    auto m = mask.accessor<float, 2>();
+    for (int k = 0; k < exec && k < sh.chunk; ++k) m[b][k] = 1.0f;
+    std::memcpy(behav_k.data_ptr<float>() + b * sh.chunk, s->log_probs_at(t),
+                sizeof(float) * sh.chunk);
+    adv.data_ptr<float>()[b] = s->advantages[t];
+    ret.data_ptr<float>()[b] = s->returns[t];
+    w.data_ptr<float>()[b] = batch[b].weight;
+    const double lag =
+        static_cast<double>(version_ - std::min(version_, s->versions[t]));
+    if (samples_trained_ == 0 && b == 0) {
+      lag_min_ = lag_max_ = lag;
+    } else {
+      lag_min_ = std::min(lag_min_, lag);
+      lag_max_ = std::max(lag_max_, lag);
+    }
+    lag_sum_ += lag;
+    const size_t bucket = static_cast<size_t>(lag);
+    if (lag_hist_.size() <= bucket) lag_hist_.resize(bucket + 1, 0);
+    ++lag_hist_[bucket];
+  }
+  if (options_.algorithm != "grpo" && options_.normalize_advantages && B > 1) {
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8);
+  }
+  EvalResult e = policy_->Evaluate(in, tokens);
+  PpoLossInput li;
+  li.log_probs = (e.log_probs * mask).sum(1);
+  li.prox_log_probs = li.log_probs.detach();
+  li.behav_log_probs = (behav_k * mask).sum(1);
+  li.advantages = adv;
+  li.returns = ret;
+  li.values = e.values;
+  li.entropy = (e.entropy * mask).sum(1) / mask.sum(1);
+  li.weights = w;
+  PpoLossOptions lo = options_.loss;
+  if (options_.algorithm == "grpo") lo.value_coef = 0;
+  PpoLossTerms terms = DecoupledPpoLoss(li, lo);
+  at::Tensor loss = terms.loss * loss_scale_;
+  loss.backward();
+
+  const at::Tensor wsum = w.sum();
+  auto acc = [](at::Tensor& into, const at::Tensor& v) {
+    into = into.defined() ? into + v : v;
+  };
+  acc(sum_loss_, loss.detach());
+  acc(sum_policy_, terms.policy_loss);
+  acc(sum_value_, terms.value_loss);
+  acc(sum_entropy_, terms.entropy);
+  acc(sum_clipped_, terms.clipped.sum());
+  acc(sum_kl_, terms.approx_kl.sum());
+  acc(sum_is_, terms.is_weight.sum());
+  const at::Tensor mn = terms.is_weight.min(), mx = terms.is_weight.max();
+  min_is_ = min_is_.defined() ? torch::min(min_is_, mn) : mn;
+  max_is_ = max_is_.defined() ? torch::max(max_is_, mx) : mx;
+  (void)wsum;
+
+  samples_trained_ += B;
+  units_trained_ = units;
+  for (const SampleRef& r : batch) {
+    if (--r.seg->unconsumed == 0) consumed_.push_back(r.seg);
+  }
+}
+
+LearnerStepStats LearnerCore::Step() {
+  LearnerStepStats st;
+  st.samples = samples_trained_;
+  if (samples_trained_ > 0) {
+    const double n = static_cast<double>(samples_trained_);
+    // One host read per optimizer step for every statistic together.
+    at::Tensor all =
+        torch::stack({sum_loss_, sum_policy_, sum_value_, sum_entropy_,
+                      sum_clipped_, sum_kl_, sum_is_, min_is_, max_is_})
+            .to(torch::kDouble)
+            .to(torch::kCPU)
+            .contiguous();
+    const double* v = all.data_ptr<double>();
+    st.loss = v[0];
+    st.policy_loss = v[1];
+    st.value_loss = v[2];
+    st.entropy = v[3];
+    st.clip_fraction = v[4] / n;
+    st.approx_kl = v[5] / n;
+    st.is_weight_mean = v[6] / n;
+    st.is_weight_min = v[7];
+    st.is_weight_max = v[8];
+    st.lag_min = lag_min_;
+    st.lag_max = lag_max_;
+    st.lag_mean = lag_sum_ / n;
+  }
+  std::vector<at::Tensor> params = net_->parameters();
+  double norm = 0;
+  if (options_.max_grad_norm > 0) {
+    norm = torch::nn::utils::clip_grad_norm_(params, options_.max_grad_norm);
+  } else {
+    double sq = 0;
+    for (const auto& p : params) {
+      if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+    }
+    norm = std::sqrt(sq);
+  }
+  st.grad_norm = norm;
+  if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
+    ++skipped_steps_;
+    st.skipped = true;
+    spdlog::warn(
+        "learner: non-finite loss ({}) or gradient norm ({}) at version {}; "
+        "optimizer step skipped, weights unchanged ({} skipped so far)",
+        st.loss, norm, version_, skipped_steps_);
+  } else {
+    optimizer_->step();
+    ++version_;
+  }
+  optimizer_->zero_grad();
+  st.version = version_;
+  units_trained_ = 0;
+  samples_trained_ = 0;
+  lag_sum_ = 0;
+  sum_loss_ = sum_policy_ = sum_value_ = sum_entropy_ = sum_clipped_ = sum_kl_ =
+      sum_is_ = min_is_ = max_is_ = at::Tensor();
+  return st;
+}
+
+std::vector<Segment*> LearnerCore::TakeConsumed() {
+  std::vector<Segment*> out;
+  out.swap(consumed_);
+  return out;
+}
+
+std::shared_ptr<Policy> LearnerCore::MakeSnapshot() {
+  auto copy = std::dynamic_pointer_cast<TinyVLAImpl>(net_->clone());
+  copy->eval();
+  for (auto& p : copy->parameters()) p.set_requires_grad(false);
+  return std::make_shared<TinyVLAPolicy>(TinyVLA(copy), version_);
+}
+
+}  // namespace rlvla3

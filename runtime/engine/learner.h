@@ -1,0 +1,136 @@
+// File: runtime/engine/learner.h
+// -----------------------------------------------------------------------------
+// LearnerCore: the learner's algorithm, without threads. Segments stream in
+// (Add), are checked for staleness (dropped, and counted, beyond the lag
+// bound: the backstop behind admission control), get their advantages (GAE
+// for PPO, group-normalised success for GRPO once a group of G episodes from
+// one initial state is complete), and become ready samples. TrainMicroBatch
+// runs forward/backward on the next micro-batch and accumulates gradients;
+// once the global batch's units (samples for PPO, episodes for GRPO) are all
+// trained, Step takes exactly one optimizer step, or skips it if the loss or
+// a gradient is NaN/Inf (logged and counted: the weights stay untouched).
+// Leftover samples carry over to the next global batch.
+//
+// Example:
+//   LearnerCore learner(net, text, text_len, options, /*version=*/0);
+//   learner.Add({segment});
+//   while (learner.CanTrain()) learner.TrainMicroBatch();
+//   if (learner.ReadyToStep()) LearnerStepStats s = learner.Step();
+//   for (Segment* done : learner.TakeConsumed()) pool.Release(done);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_RUNTIME_ENGINE_LEARNER_H_
+#define RLVLA3_RUNTIME_ENGINE_LEARNER_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "policies/policy.h"
+#include "policies/tiny_vla.h"
+#include "runtime/engine/ppo_loss.h"
+#include "runtime/engine/trajectory.h"
+
+namespace torch::optim {
+class AdamW;
+}
+
+namespace rlvla3 {
+
+struct LearnerOptions {
+  std::string algorithm = "ppo";  // ppo | grpo
+  PpoLossOptions loss;
+  double gamma = 0.99, gae_lambda = 0.95;
+  int micro_batch = 32;
+  int64_t global_units = 128;  // per optimizer step: samples (PPO) or
+                               // episodes (GRPO)
+  int64_t max_policy_lag = 1;  // older samples are dropped
+  int grpo_group_size = 4;
+  double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 1.0;
+  bool normalize_advantages = true;  // PPO: per micro-batch
+};
+
+struct LearnerStepStats {
+  uint64_t version = 0;  // after the step
+  bool skipped = false;  // NaN/Inf: no update
+  int64_t samples = 0;   // trained in this global batch
+  double loss = 0, policy_loss = 0, value_loss = 0, entropy = 0;
+  double clip_fraction = 0, approx_kl = 0, grad_norm = 0;
+  double is_weight_min = 0, is_weight_mean = 0, is_weight_max = 0;
+  double lag_min = 0, lag_mean = 0, lag_max = 0;
+};
+
+class LearnerCore {
+ public:
+  // text [T, L] / text_len [T]: instruction tokens of each task row.
+  LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
+              const LearnerOptions& options, uint64_t version);
+  ~LearnerCore();
+
+  // Takes ownership of the segments until TakeConsumed hands them back.
+  // Segments over the lag bound are dropped (returned by TakeConsumed too).
+  void Add(const std::vector<Segment*>& segments);
+  bool CanTrain() const;     // ready samples, and the batch is not complete
+  bool ReadyToStep() const;  // all of the global batch's units are trained
+  void TrainMicroBatch();
+  LearnerStepStats Step();
+  // Segments whose samples are all trained (or that were dropped).
+  std::vector<Segment*> TakeConsumed();
+  // A deep copy of the network for inference, at the current version.
+  std::shared_ptr<Policy> MakeSnapshot();
+
+  uint64_t version() const { return version_; }
+  TinyVLA& net() { return net_; }
+  int64_t ready_samples() const { return static_cast<int64_t>(ready_.size()); }
+  int64_t dropped_samples() const { return dropped_samples_; }
+  int64_t skipped_steps() const { return skipped_steps_; }
+  int64_t waiting_episodes() const;  // GRPO: in incomplete groups
+  // Units (samples for PPO, episode ends for GRPO) ready to train.
+  int64_t ready_units() const;
+  // Whether to train now: a full micro-batch is ready, or enough to finish
+  // the current global batch.
+  bool ShouldTrain() const;
+  // Trained samples per policy lag (index = lag), over the whole run.
+  const std::vector<int64_t>& lag_histogram() const { return lag_hist_; }
+  // Test hook: multiplies every micro-batch loss (NaN injects a bad step).
+  void set_loss_scale_for_test(double s) { loss_scale_ = s; }
+
+ private:
+  struct SampleRef {
+    Segment* seg;
+    int t;
+    float weight;   // loss weight
+    bool unit_end;  // completes one unit of the global batch
+  };
+  void AddPpo(const std::vector<Segment*>& segs);
+  void AddGrpo(Segment* seg);
+  PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
+
+  TinyVLA net_;
+  std::unique_ptr<Policy> policy_;  // Evaluate over net_
+  at::Tensor text_, text_len_;
+  LearnerOptions options_;
+  uint64_t version_;
+  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  std::deque<SampleRef> ready_;
+  std::vector<Segment*> consumed_;
+  std::map<uint64_t, std::vector<Segment*>> groups_;  // GRPO
+  int64_t units_trained_ = 0;  // in the current global batch
+  int64_t samples_trained_ = 0;
+  int64_t dropped_samples_ = 0, skipped_steps_ = 0;
+  double loss_scale_ = 1.0;
+  // Per global batch, kept as tensors (read once, at Step).
+  at::Tensor sum_loss_, sum_policy_, sum_value_, sum_entropy_, sum_clipped_,
+      sum_kl_, sum_is_, min_is_, max_is_;
+  double lag_sum_ = 0, lag_min_ = 0, lag_max_ = 0;
+  int64_t ready_unit_count_ = 0;
+  std::vector<int64_t> lag_hist_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_RUNTIME_ENGINE_LEARNER_H_

@@ -1,0 +1,45 @@
+#include "runtime/engine/ppo_loss.h"
+
+#include <torch/torch.h>
+
+namespace rlvla3 {
+
+PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
+  PpoLossTerms t;
+  const at::Tensor prox = in.prox_log_probs.detach();
+  const at::Tensor behav = in.behav_log_probs.detach();
+  const at::Tensor adv = in.advantages.detach();
+  const at::Tensor w = in.weights.detach();
+  const at::Tensor ratio = torch::exp(in.log_probs - prox);
+  const at::Tensor clipped_ratio =
+      torch::clamp(ratio, 1.0 - o.clip_eps, 1.0 + o.clip_eps);
+  t.is_weight = torch::clamp_max(torch::exp(prox - behav), o.is_cap);
+  const at::Tensor surrogate =
+      torch::min(ratio * adv, clipped_ratio * adv) * t.is_weight;
+  const at::Tensor policy_loss = -(surrogate * w).sum();
+  at::Tensor loss = policy_loss;
+  if (o.value_coef > 0 && in.values.defined()) {
+    const at::Tensor vl =
+        0.5 * ((in.values - in.returns.detach()).pow(2) * w).sum();
+    loss = loss + o.value_coef * vl;
+    t.value_loss = vl.detach();
+  } else {
+    t.value_loss = torch::zeros({});
+  }
+  const at::Tensor ent = (in.entropy * w).sum();
+  if (o.entropy_coef > 0) loss = loss - o.entropy_coef * ent;
+  t.loss = loss;
+  t.policy_loss = policy_loss.detach();
+  t.entropy = ent.detach();
+  const at::Tensor r = ratio.detach();
+  t.ratio = r;
+  // The clip is active where min() picks the clipped term: no gradient flows.
+  t.clipped =
+      torch::logical_or(torch::logical_and(adv > 0, r > 1.0 + o.clip_eps),
+                        torch::logical_and(adv < 0, r < 1.0 - o.clip_eps))
+          .to(torch::kFloat);
+  t.approx_kl = (behav - in.log_probs.detach());
+  return t;
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,59 @@
+// File: runtime/engine/ppo_loss.h
+// -----------------------------------------------------------------------------
+// The learner's decoupled PPO objective (Hilton et al. 2022, as in AReaL):
+//   ratio  = pi_theta(a|s) / pi_prox(a|s)               (clipped to 1 +- eps)
+//   weight = min(pi_prox(a|s) / pi_behav(a|s), is_cap)  (truncated IS)
+//   L_pi   = -weight * min(ratio * A, clip(ratio) * A)
+// where pi_behav produced the sample (possibly several versions old) and
+// pi_prox is the learner's policy before the current optimizer step. Plus a
+// value loss (PPO; none for GRPO) and an entropy bonus. Each sample has a loss
+// weight (1 / samples in the global batch), so micro-batch gradients add up to
+// the global-batch mean.
+//
+// Example:
+//   PpoLossTerms t = DecoupledPpoLoss(in, options);
+//   t.loss.backward();
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_RUNTIME_ENGINE_PPO_LOSS_H_
+#define RLVLA3_RUNTIME_ENGINE_PPO_LOSS_H_
+
+#include <ATen/core/Tensor.h>
+
+namespace rlvla3 {
+
+struct PpoLossOptions {
+  double clip_eps = 0.2;
+  double is_cap = 2.0;
+  double value_coef = 0.5;  // 0: no value loss (GRPO)
+  double entropy_coef = 0.0;
+};
+
+// Per-sample float32 [B] tensors; log_probs, values and entropy carry autograd.
+struct PpoLossInput {
+  at::Tensor log_probs;        // log pi_theta of the taken action
+  at::Tensor prox_log_probs;   // log pi_prox (no grad)
+  at::Tensor behav_log_probs;  // log pi_behav, recorded by the actor
+  at::Tensor advantages;
+  at::Tensor returns;  // value targets (undefined if value_coef is 0)
+  at::Tensor values;   // critic output (undefined if value_coef is 0)
+  at::Tensor entropy;
+  at::Tensor weights;  // per-sample loss weight
+};
+
+// Everything stays a tensor: reading them costs a host sync, so the learner
+// reads them once per optimizer step, not per micro-batch.
+struct PpoLossTerms {
+  at::Tensor loss;                              // scalar, differentiable
+  at::Tensor policy_loss, value_loss, entropy;  // scalars (detached)
+  at::Tensor clipped;    // [B] 1 where the clip is active
+  at::Tensor is_weight;  // [B] truncated behaviour IS weight
+  at::Tensor ratio;      // [B] pi_theta / pi_prox (detached)
+  at::Tensor approx_kl;  // [B] log pi_behav - log pi_theta (detached)
+};
+
+PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in,
+                              const PpoLossOptions& options);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_RUNTIME_ENGINE_PPO_LOSS_H_

@@ -1,0 +1,203 @@
+#include "runtime/report_html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c",
+                                    "#ff7f0e", "#9467bd", "#8c564b"};
+constexpr int kWidth = 640, kHeight = 300;
+constexpr int kLeft = 64, kRight = 16, kTop = 28, kBottom = 44;
+
+std::string Num(double v) {
+  if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-2)) {
+    return absl::StrFormat("%.2g", v);
+  }
+  return absl::StrFormat("%.4g", v);
+}
+
+void Axes(const std::string& title, const std::string& x_label,
+          const std::string& y_label, double y_max, std::string* out) {
+  const int plot_h = kHeight - kTop - kBottom;
+  absl::StrAppendFormat(out,
+                        "<svg width=\"%d\" height=\"%d\" "
+                        "xmlns=\"http://www.w3.org/2000/svg\" "
+                        "font-family=\"sans-serif\" font-size=\"11\">\n"
+                        "<text x=\"%d\" y=\"16\" font-size=\"13\" "
+                        "font-weight=\"bold\">%s</text>\n",
+                        kWidth, kHeight, kLeft, HtmlEscape(title));
+  for (int i = 0; i <= 4; ++i) {
+    const double y = kTop + plot_h - plot_h * i / 4.0;
+    absl::StrAppendFormat(out,
+                          "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
+                          "stroke=\"#ddd\"/>\n<text x=\"%d\" y=\"%.1f\" "
+                          "text-anchor=\"end\">%s</text>\n",
+                          kLeft, y, kWidth - kRight, y, kLeft - 4, y + 4,
+                          Num(y_max * i / 4.0));
+  }
+  absl::StrAppendFormat(
+      out,
+      "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n"
+      "<text x=\"12\" y=\"%d\" transform=\"rotate(-90 12 %d)\" "
+      "text-anchor=\"middle\">%s</text>\n",
+      (kLeft + kWidth - kRight) / 2, kHeight - 6, HtmlEscape(x_label),
+      kTop + plot_h / 2, kTop + plot_h / 2, HtmlEscape(y_label));
+}
+
+void Legend(const std::vector<Series>& series, std::string* out) {
+  int x = kLeft + 200;
+  for (size_t i = 0; i < series.size(); ++i) {
+    absl::StrAppendFormat(out,
+                          "<rect x=\"%d\" y=\"7\" width=\"10\" height=\"10\" "
+                          "fill=\"%s\"/><text x=\"%d\" y=\"16\">%s</text>\n",
+                          x, kColours[i % 6], x + 14,
+                          HtmlEscape(series[i].name));
+    x += 24 + 7 * static_cast<int>(series[i].name.size());
+  }
+}
+
+std::string RenderLine(const LineChart& c) {
+  double x_max = 0, y_max = 0;
+  for (const auto& s : c.series) {
+    for (double v : s.x) x_max = std::max(x_max, v);
+    for (double v : s.y)
+      if (std::isfinite(v)) y_max = std::max(y_max, v);
+  }
+  if (x_max <= 0) x_max = 1;
+  if (y_max <= 0) y_max = 1;
+  y_max *= 1.05;
+  std::string out;
+  Axes(c.title, c.x_label, c.y_label, y_max, &out);
+  const int plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  for (int i = 0; i <= 4; ++i) {
+    absl::StrAppendFormat(
+        &out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+        kLeft + plot_w * i / 4.0, kTop + plot_h + 14, Num(x_max * i / 4.0));
+  }
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    const Series& s = c.series[i];
+    std::string pts;
+    for (size_t k = 0; k < std::min(s.x.size(), s.y.size()); ++k) {
+      if (!std::isfinite(s.y[k])) continue;
+      absl::StrAppendFormat(&pts, "%.1f,%.1f ", kLeft + plot_w * s.x[k] / x_max,
+                            kTop + plot_h - plot_h * s.y[k] / y_max);
+    }
+    absl::StrAppendFormat(&out,
+                          "<polyline fill=\"none\" stroke=\"%s\" "
+                          "stroke-width=\"1.8\" points=\"%s\"/>\n",
+                          kColours[i % 6], pts);
+  }
+  Legend(c.series, &out);
+  out += "</svg>\n";
+  return out;
+}
+
+std::string RenderBars(const BarChart& c) {
+  double y_max = 0;
+  for (const auto& s : c.series)
+    for (double v : s.y)
+      if (std::isfinite(v)) y_max = std::max(y_max, v);
+  if (y_max <= 0) y_max = 1;
+  y_max *= 1.05;
+  std::string out;
+  Axes(c.title, "", c.y_label, y_max, &out);
+  const int plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
+  const size_t n = std::max<size_t>(1, c.labels.size());
+  const double slot = static_cast<double>(plot_w) / n;
+  const double bar = slot * 0.8 / std::max<size_t>(1, c.series.size());
+  for (size_t k = 0; k < c.labels.size(); ++k) {
+    absl::StrAppendFormat(
+        &out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+        kLeft + slot * (k + 0.5), kTop + plot_h + 14, HtmlEscape(c.labels[k]));
+    for (size_t i = 0; i < c.series.size(); ++i) {
+      const double v = k < c.series[i].y.size() ? c.series[i].y[k] : 0;
+      const double h = std::isfinite(v) ? plot_h * v / y_max : 0;
+      absl::StrAppendFormat(
+          &out,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+          "height=\"%.1f\" fill=\"%s\"><title>%s</title></rect>\n",
+          kLeft + slot * k + slot * 0.1 + bar * i, kTop + plot_h - h, bar, h,
+          kColours[i % 6], Num(v));
+    }
+  }
+  Legend(c.series, &out);
+  out += "</svg>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string RenderReportHtml(const Report& r) {
+  std::string out = absl::StrCat(
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>",
+      HtmlEscape(r.title),
+      "</"
+      "title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1400px}"
+      "table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ccc;"
+      "padding:3px 8px;text-align:right}th{background:#f3f3f3}"
+      "td:first-child,th:first-child{text-align:left}"
+      "svg{margin:6px;border:1px solid #eee}</style></head><body>\n<h1>",
+      HtmlEscape(r.title), "</h1>\n");
+  for (const auto& s : r.sections) {
+    absl::StrAppend(&out, "<h2>", HtmlEscape(s.heading), "</h2>\n");
+    if (!s.text.empty())
+      absl::StrAppend(&out, "<p>", HtmlEscape(s.text), "</p>\n");
+    if (!s.table.empty()) {
+      out += "<table>\n";
+      for (size_t i = 0; i < s.table.size(); ++i) {
+        out += "<tr>";
+        for (const auto& cell : s.table[i]) {
+          absl::StrAppend(&out, i == 0 ? "<th>" : "<td>", HtmlEscape(cell),
+                          i == 0 ? "</th>" : "</td>");
+        }
+        out += "</tr>\n";
+      }
+      out += "</table>\n";
+    }
+    out += "<div>\n";
+    for (const auto& c : s.lines) out += RenderLine(c);
+    for (const auto& c : s.bars) out += RenderBars(c);
+    out += "</div>\n";
+  }
+  out += "</body></html>\n";
+  return out;
+}
+
+absl::Status WriteReportHtml(const Report& r, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  out << RenderReportHtml(r);
+  return out ? absl::OkStatus()
+             : absl::UnavailableError(absl::StrCat("write failed: ", path));
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,314 @@
+#include "services/train.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "envs/task.h"
+#include "envs/task_file.h"
+#include "policies/checkpoint.h"
+#include "runtime/metrics_writer.h"
+#include "runtime/tfevents_writer.h"
+#include "services/config_bridge.h"
+
+namespace rlvla3 {
+namespace {
+
+std::atomic<Engine*> g_engine{nullptr};
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void StopOnSignal(int) {
+  g_interrupted.store(true);
+  Engine* e = g_engine.load();
+  if (e != nullptr) e->Stop();
+}
+
+absl::StatusOr<std::vector<std::string>> TaskNames(const Config& c) {
+  std::vector<std::string> names;
+  if (c.env.tasks == "all") {
+    for (const auto& t : BuiltinTaskSuite()) names.push_back(t.name);
+    return names;
+  }
+  for (absl::string_view n :
+       absl::StrSplit(c.env.tasks, ',', absl::SkipEmpty())) {
+    absl::StatusOr<TaskSpec> t = ResolveTask(std::string(n));
+    if (!t.ok()) return t.status();
+    names.emplace_back(n);
+  }
+  if (names.empty())
+    return absl::InvalidArgumentError("env.tasks names no task");
+  return names;
+}
+
+}  // namespace
+
+void InstallStopSignalHandlers() {
+  struct sigaction sa = {};
+  sa.sa_handler = StopOnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
+  EngineParts p;
+  absl::StatusOr<std::vector<std::string>> names = TaskNames(c);
+  if (!names.ok()) return names.status();
+  p.pool = EnvPoolOptionsFromConfig(c, *names);
+  if (!c.rl.init_checkpoint.empty()) {
+    absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(c.rl.init_checkpoint);
+    if (!ck.ok()) return ck.status();
+    if (ck->net->options().chunk() < c.rl.execute_steps) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rl.execute_steps (", c.rl.execute_steps,
+                       ") exceeds the checkpoint's chunk (",
+                       ck->net->options().chunk(), ")"));
+    }
+    p.net = ck->net;
+    p.tokenizer = ck->tokenizer;
+    p.version = ck->version;
+    spdlog::info("train: starting from {} (policy version {})",
+                 c.rl.init_checkpoint, p.version);
+  } else {
+    std::vector<std::string> instructions;
+    for (const auto& n : *names) {
+      absl::StatusOr<TaskSpec> t = ResolveTask(n);
+      if (!t.ok()) return t.status();
+      instructions.push_back(t->instruction);
+    }
+    p.tokenizer = TextTokenizer::Build(instructions);
+    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+    p.net = TinyVLA(TinyVLAOptionsFromConfig(c, p.tokenizer.size()));
+  }
+  return p;
+}
+
+absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
+                                        const std::string& run_dir,
+                                        const RunOptions& options) {
+  at::set_num_threads(static_cast<int>(c.threads.torch_intra_op));
+  torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+  absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
+  if (!parts.ok()) return parts.status();
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(c, *parts);
+  if (!engine.ok()) return engine.status();
+  Engine& e = **engine;
+  EngineRun run;
+  run.run_dir = run_dir;
+
+  std::unique_ptr<JsonlWriter> jsonl;
+  std::unique_ptr<TfEventsWriter> tfevents;
+  if (options.write_outputs) {
+    if (c.metrics.jsonl) {
+      absl::StatusOr<std::unique_ptr<JsonlWriter>> j =
+          JsonlWriter::Open(run_dir + "/metrics.jsonl");
+      if (!j.ok()) return j.status();
+      jsonl = *std::move(j);
+    }
+    absl::StatusOr<std::unique_ptr<TfEventsWriter>> tf =
+        TfEventsWriter::Open(run_dir);
+    if (!tf.ok()) return tf.status();
+    tfevents = *std::move(tf);
+  }
+  ProgressLine progress(stderr, ProgressLine::ParseMode(c.metrics.progress),
+                        absl::Seconds(c.metrics.interval_s * 5));
+  const int workers = static_cast<int>(c.threads.env_workers);
+  const int actors =
+      c.run.mode == "sync" ? 1 : static_cast<int>(c.threads.inference_actors);
+  double last_t = 0, last_env = 0, last_inf = 0, last_learn = 0;
+  int64_t tick = 0;
+  EngineHooks hooks;
+  hooks.on_interval = [&](const MetricsSnapshot& s) {
+    RunSample p;
+    p.t_s = s.elapsed_s;
+    p.env_frames_per_s = s.Get("env_frames_per_s");
+    p.trained_samples_per_s = s.Get("trained_samples_per_s");
+    p.success_rate = s.Get("success_rate");
+    p.lag_mean = s.Get("policy_lag_mean");
+    const double dt = std::max(1e-9, s.elapsed_s - last_t);
+    const double env_s = s.Get("stage_env.busy_s"),
+                 inf_s = s.Get("stage_inference.busy_s"),
+                 learn_s = s.Get("stage_learner.busy_s");
+    p.busy_env = 100 * (env_s - last_env) / dt / std::max(1, workers);
+    p.busy_inference = 100 * (inf_s - last_inf) / dt / std::max(1, actors);
+    p.busy_learner = 100 * (learn_s - last_learn) / dt;
+    last_t = s.elapsed_s;
+    last_env = env_s;
+    last_inf = inf_s;
+    last_learn = learn_s;
+    run.samples.push_back(p);
+    if (jsonl) jsonl->Write(s);
+    if (tfevents) {
+      const int64_t step = static_cast<int64_t>(s.Get("optimizer_steps"));
+      for (const char* k :
+           {"env_frames_per_s", "trained_samples_per_s", "success_rate",
+            "policy_lag_mean", "policy_lag_max", "s_per_step",
+            "inference_batch_size.mean", "clip_fraction", "approx_kl",
+            "is_weight_mean", "loss", "entropy", "dropped_samples"}) {
+        tfevents->Scalar(k, s.Get(k), step);
+      }
+      tfevents->Scalar("busy_pct/env", p.busy_env, step);
+      tfevents->Scalar("busy_pct/inference", p.busy_inference, step);
+      tfevents->Scalar("busy_pct/learner", p.busy_learner, step);
+      tfevents->Flush();
+    }
+    ++tick;
+    progress.Update(absl::StrFormat(
+        "%s%s %3.0fs | env %4.0f frames/s | trained %4.0f samples/s | step %d "
+        "(%.2f s/step) | lag %.1f/%.0f | success %3.0f%% (%d ep) | busy env "
+        "%2.0f%% inf %2.0f%% learn %2.0f%% | queue req %d traj %d",
+        options.label, c.run.mode, s.elapsed_s, p.env_frames_per_s,
+        p.trained_samples_per_s, static_cast<int64_t>(s.Get("optimizer_steps")),
+        s.Get("s_per_step"), p.lag_mean, s.Get("policy_lag_max"),
+        100 * p.success_rate, static_cast<int64_t>(s.Get("episodes")),
+        p.busy_env, p.busy_inference, p.busy_learner,
+        static_cast<int64_t>(s.Get("queue_request_depth")),
+        static_cast<int64_t>(s.Get("queue_trajectory_depth"))));
+  };
+  hooks.on_step = [&](const LearnerStepStats& st) {
+    if (options.write_outputs && c.rl.checkpoint_every > 0 && !st.skipped &&
+        st.version % static_cast<uint64_t>(c.rl.checkpoint_every) == 0) {
+      const std::string dir =
+          absl::StrCat(run_dir, "/checkpoints/version_", st.version);
+      if (absl::Status s =
+              SaveCheckpoint(dir, e.net(), e.tokenizer(), st.version);
+          !s.ok()) {
+        spdlog::warn("train: checkpoint {}: {}", dir, s.ToString());
+      }
+    }
+  };
+  g_engine.store(&e);
+  absl::Status s = e.Run(hooks);
+  g_engine.store(nullptr);
+  progress.Finish();
+  run.interrupted = g_interrupted.load();
+  if (!s.ok()) return s;
+  run.summary = e.Summary();
+  run.curve = e.LearningCurve();
+  run.lag_histogram = e.LagHistogram();
+  run.timeline = e.Timeline();
+  if (options.write_outputs) {
+    run.checkpoint = run_dir + "/checkpoints/final";
+    if (absl::Status cs = SaveCheckpoint(run.checkpoint, e.net(), e.tokenizer(),
+                                         run.summary.version);
+        !cs.ok()) {
+      return cs;
+    }
+  }
+  return run;
+}
+
+std::vector<ReportSection> RunReportSections(
+    const std::vector<const EngineRun*>& runs) {
+  std::vector<ReportSection> out;
+  ReportSection thr{"Throughput over time", "", {}, {}, {}};
+  LineChart frames{"env frames/s", "wall time (s)", "env frames/s", {}};
+  LineChart trained{"trained samples/s", "wall time (s)", "samples/s", {}};
+  for (const EngineRun* r : runs) {
+    Series f{r->summary.mode, {}, {}}, t{r->summary.mode, {}, {}};
+    for (const auto& p : r->samples) {
+      f.x.push_back(p.t_s);
+      f.y.push_back(p.env_frames_per_s);
+      t.x.push_back(p.t_s);
+      t.y.push_back(p.trained_samples_per_s);
+    }
+    frames.series.push_back(f);
+    trained.series.push_back(t);
+  }
+  thr.lines = {frames, trained};
+  out.push_back(thr);
+
+  ReportSection util{"Stage utilisation",
+                     "busy time per stage as a share of wall time "
+                     "(per thread of that stage)",
+                     {},
+                     {},
+                     {}};
+  BarChart bars{"stage busy %", "busy %", {"env", "inference", "learner"}, {}};
+  for (const EngineRun* r : runs) {
+    bars.series.push_back({r->summary.mode,
+                           {},
+                           {r->summary.busy_env, r->summary.busy_inference,
+                            r->summary.busy_learner}});
+  }
+  util.bars.push_back(bars);
+  out.push_back(util);
+
+  ReportSection lag{"Policy lag",
+                    "trained samples by learner version minus "
+                    "behaviour version",
+                    {},
+                    {},
+                    {}};
+  BarChart lh{"policy-lag histogram", "trained samples", {}, {}};
+  size_t max_lag = 0;
+  for (const EngineRun* r : runs)
+    max_lag = std::max(max_lag, r->lag_histogram.size());
+  for (size_t i = 0; i < std::max<size_t>(1, max_lag); ++i)
+    lh.labels.push_back(absl::StrCat(i));
+  for (const EngineRun* r : runs) {
+    Series s{r->summary.mode, {}, {}};
+    for (size_t i = 0; i < lh.labels.size(); ++i) {
+      s.y.push_back(i < r->lag_histogram.size()
+                        ? static_cast<double>(r->lag_histogram[i])
+                        : 0);
+    }
+    lh.series.push_back(s);
+  }
+  lag.bars.push_back(lh);
+  out.push_back(lag);
+
+  ReportSection learn{"Learning",
+                      "rolling success rate (last rl.success_window "
+                      "episodes) against trained samples",
+                      {},
+                      {},
+                      {}};
+  LineChart sc{
+      "success vs trained samples", "trained samples", "success rate", {}};
+  for (const EngineRun* r : runs) {
+    Series s{r->summary.mode, {}, {}};
+    for (const auto& p : r->curve) {
+      s.x.push_back(static_cast<double>(p.trained_samples));
+      s.y.push_back(p.rolling_success);
+    }
+    sc.series.push_back(s);
+  }
+  learn.lines.push_back(sc);
+  out.push_back(learn);
+  return out;
+}
+
+std::string FormatTrainSummary(const EngineRun& r) {
+  const EngineSummary& s = r.summary;
+  std::string first_success = "n/a", last_success = "n/a";
+  if (!r.curve.empty()) {
+    first_success =
+        absl::StrFormat("%.0f%%", 100 * r.curve.front().rolling_success);
+    last_success =
+        absl::StrFormat("%.0f%%", 100 * r.curve.back().rolling_success);
+  }
+  return absl::StrFormat(
+      "%s run%s: %.0f s, %d env frames (%.0f frames/s), %d episodes, %d "
+      "successes\n"
+      "learner: %d optimizer steps (%.2f s/step), %d samples trained (%.0f "
+      "samples/s), %d skipped (NaN/Inf), %d dropped for staleness\n"
+      "policy lag mean %.2f max %.0f; inference batch mean %.1f; busy env "
+      "%.0f%% inference %.0f%% learner %.0f%%\n"
+      "rolling success: %s after the first step -> %s at the end\n"
+      "checkpoint: %s\n",
+      s.mode, r.interrupted ? " (interrupted)" : "", s.wall_s, s.env_frames,
+      s.env_frames_per_s, s.episodes, s.successes, s.optimizer_steps,
+      s.s_per_step, s.trained_samples, s.trained_samples_per_s, s.skipped_steps,
+      s.dropped_samples, s.lag_mean, s.lag_max, s.inference_batch_mean,
+      s.busy_env, s.busy_inference, s.busy_learner, first_success, last_success,
+      r.checkpoint.empty() ? "(none)" : r.checkpoint);
+}
+
+}  // namespace rlvla3

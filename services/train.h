@@ -1,0 +1,69 @@
+// File: services/train.h
+// -----------------------------------------------------------------------------
+// `rl-vla3 train`: builds the engine from a config (tasks, TinyVLA fresh or
+// from a checkpoint), runs it with a live progress line, and writes the run
+// folder: config.yaml, metrics.jsonl, TensorBoard event files, checkpoints and
+// report.html. RunEngineOnce is shared with `rl-vla3 bench`.
+//
+// Example:
+//   absl::StatusOr<EngineRun> r = RunEngineOnce(config, run_dir, options);
+//   std::printf("%s", FormatTrainSummary(*r).c_str());
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_TRAIN_H_
+#define RLVLA3_SERVICES_TRAIN_H_
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/config.h"
+#include "runtime/engine/engine.h"
+#include "runtime/report_html.h"
+
+namespace rlvla3 {
+
+// Tasks, network, tokenizer and version the engine starts from.
+absl::StatusOr<EngineParts> BuildEngineParts(const Config& c);
+
+// One point per metrics interval.
+struct RunSample {
+  double t_s = 0;
+  double env_frames_per_s = 0, trained_samples_per_s = 0;
+  double success_rate = 0, lag_mean = 0;
+  double busy_env = 0, busy_inference = 0, busy_learner = 0;  // percent
+};
+
+struct EngineRun {
+  std::string run_dir;
+  EngineSummary summary;
+  std::vector<RunSample> samples;
+  std::vector<Engine::LearningPoint> curve;
+  std::vector<int64_t> lag_histogram;
+  std::vector<StageInterval> timeline;
+  std::string checkpoint;  // final checkpoint folder (train only)
+  bool interrupted = false;
+};
+
+struct RunOptions {
+  bool write_outputs = true;  // metrics.jsonl, tfevents, checkpoints
+  std::string label;          // progress line prefix
+};
+
+// Runs the engine once on `c` (SIGINT/SIGTERM stop it cleanly).
+absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
+                                        const std::string& run_dir,
+                                        const RunOptions& options);
+
+// The report.html sections of one or more runs (one series per run).
+std::vector<ReportSection> RunReportSections(
+    const std::vector<const EngineRun*>& runs);
+
+std::string FormatTrainSummary(const EngineRun& r);
+
+// Installs SIGINT/SIGTERM handlers that stop the running engine.
+void InstallStopSignalHandlers();
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_TRAIN_H_
