@@ -1,11 +1,15 @@
 // Runs the real rl-vla3 binary and checks exit codes and messages.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -82,6 +86,71 @@ TEST(Cli, RenderWritesBothCamerasAndRejectsBadFlags) {
   EXPECT_EQ(RunCli("render --task juggle").exit_code, 2);
   EXPECT_EQ(RunCli("eval").exit_code, 2);
   EXPECT_EQ(RunCli("eval --checkpoint /nonexistent").exit_code, 2);
+}
+
+TEST(Cli, TrainRejectsBadRlConfig) {
+  Result r = RunCli("train --set rl.algorithm=dqn");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("rl.algorithm"), std::string::npos) << r.output;
+  EXPECT_EQ(RunCli("train --mode lockstep").exit_code, 2);
+  EXPECT_EQ(
+      RunCli("train --set env.num_envs=6 --set rl.algorithm=grpo").exit_code,
+      2);
+}
+
+// SIGINT drains every stage, writes the final checkpoint and exits 0.
+TEST(Cli, TrainStopsCleanlyOnSigint) {
+  const std::string out = testing::TempDir() + "/sigint_runs";
+  const std::string log = testing::TempDir() + "/sigint.log";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    FILE* f = freopen(log.c_str(), "w", stdout);
+    (void)f;
+    dup2(fileno(stdout), fileno(stderr));
+    execl(RLVLA3_BINARY, RLVLA3_BINARY, "train", "--set",
+          "env.tasks=lift_the_red_cube", "--set", "env.num_envs=4", "--set",
+          "env.image_width=32", "--set", "env.image_height=32", "--set",
+          "rl.duration_s=600", "--set", "rl.rollout_len=4", "--set",
+          "metrics.progress=plain", "--set", "metrics.interval_s=0.5", "--set",
+          ("run.out_dir=" + out).c_str(), "--set", "run.name=sigint",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the engine reports progress, then interrupt it.
+  bool running = false;
+  for (int i = 0; i < 600 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(log);
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    running = text.find("frames/s") != std::string::npos;
+  }
+  ASSERT_TRUE(running);
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (done == 0) kill(pid, SIGKILL);
+  ASSERT_EQ(done, pid) << "train did not exit within 30 s of SIGINT";
+  const double stop_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status)) << text;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
+  EXPECT_LT(stop_s, 10.0) << text;
+  EXPECT_NE(text.find("(interrupted)"), std::string::npos) << text;
+  std::ifstream ckpt(out + "/sigint/checkpoints/final/model.safetensors");
+  EXPECT_TRUE(ckpt.good());
+  std::ifstream report(out + "/sigint/report.html");
+  EXPECT_TRUE(report.good());
 }
 
 }  // namespace

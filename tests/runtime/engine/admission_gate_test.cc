@@ -1,0 +1,43 @@
+#include "runtime/engine/admission_gate.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace rlvla3 {
+namespace {
+
+TEST(AdmissionGate, BudgetIsLagPlusOneGlobalBatches) {
+  AdmissionGate gate(/*num_envs=*/2, /*quota=*/4, /*max_policy_lag=*/1);
+  EXPECT_EQ(gate.budget(), 8);
+  for (int64_t u = 0; u < 8; ++u) EXPECT_TRUE(gate.TryAdmit(0, u));
+  EXPECT_FALSE(gate.TryAdmit(0, 8));  // parked
+  EXPECT_EQ(gate.parked(), 1);
+  EXPECT_TRUE(gate.TryAdmit(1, 7));
+  // The learner finishes version 1: env 0's unit 8 fits (budget 12).
+  std::vector<int> released = gate.Advance(1);
+  EXPECT_EQ(released, std::vector<int>{0});
+  EXPECT_EQ(gate.parked(), 0);
+  EXPECT_EQ(gate.budget(), 12);
+  EXPECT_EQ(gate.parks(), 1u);
+}
+
+TEST(AdmissionGate, LockStepWithZeroLag) {
+  AdmissionGate gate(3, /*quota=*/2, /*max_policy_lag=*/0);
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_TRUE(gate.TryAdmit(e, 0));
+    EXPECT_TRUE(gate.TryAdmit(e, 1));
+    EXPECT_FALSE(gate.TryAdmit(e, 2));
+  }
+  EXPECT_EQ(gate.parked(), 3);
+  std::vector<int> r = gate.Advance(1);
+  std::sort(r.begin(), r.end());
+  EXPECT_EQ(r, (std::vector<int>{0, 1, 2}));
+  // An advance that opens no budget releases nobody.
+  EXPECT_FALSE(gate.TryAdmit(0, 4));
+  EXPECT_TRUE(gate.Advance(1).empty());
+  EXPECT_EQ(gate.ReleaseAll(), std::vector<int>{0});
+}
+
+}  // namespace
+}  // namespace rlvla3

@@ -1,0 +1,176 @@
+#include "runtime/engine/learner.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+
+namespace rlvla3 {
+namespace {
+
+TinyVLAOptions SmallNet() {
+  return TinyVLAOptions()
+      .vocab_size(8)
+      .max_text_len(4)
+      .d_model(16)
+      .heads(2)
+      .layers(1)
+      .grid(2)
+      .patch(8)
+      .stem_channels(4)
+      .chunk(2);
+}
+
+SegmentShape Shape() {
+  SegmentShape s;
+  s.width = s.height = 16;
+  s.chunk = 2;
+  s.capacity = 4;
+  return s;
+}
+
+// A segment of `n` decisions with random observations and actions, all taken
+// by behaviour version `version`.
+void Fill(Segment* s, int n, uint64_t version, uint32_t seed) {
+  std::mt19937 rng(seed);
+  s->Clear();
+  for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
+  for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
+  for (auto& p : s->proprio) p = static_cast<float>(rng() % 100) / 100.0f;
+  for (auto& t : s->tokens) t = static_cast<uint8_t>(rng());
+  for (auto& l : s->log_probs) l = -10.0f;
+  for (int t = 0; t < n; ++t) {
+    s->values[t] = 0.0f;
+    s->rewards[t] = (t == n - 1) ? 1.0f : 0.0f;
+    s->executed[t] = 2;
+    s->versions[t] = version;
+  }
+  s->n = n;
+  s->has_bootstrap = true;
+}
+
+class LearnerTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    torch::manual_seed(0);
+    text_ = torch::ones({1, 4}, torch::kLong);
+    lens_ = torch::full({1}, 4, torch::kLong);
+    options_.micro_batch = 4;
+    options_.global_units = 8;  // two segments of 4
+    options_.max_policy_lag = 1;
+    options_.lr = 1e-2;
+    for (int i = 0; i < 4; ++i)
+      segs_.push_back(std::make_unique<Segment>(Shape()));
+  }
+  std::vector<at::Tensor> Weights(LearnerCore& l) {
+    std::vector<at::Tensor> out;
+    for (const auto& p : l.net()->parameters())
+      out.push_back(p.detach().clone());
+    return out;
+  }
+  static bool Same(const std::vector<at::Tensor>& a,
+                   const std::vector<at::Tensor>& b) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (!torch::equal(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  at::Tensor text_, lens_;
+  LearnerOptions options_;
+  std::vector<std::unique_ptr<Segment>> segs_;
+};
+
+TEST_F(LearnerTest, OneOptimizerStepPerGlobalBatchWithCarryOver) {
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/5);
+  for (int i = 0; i < 3; ++i) Fill(segs_[i].get(), 4, 5, i);
+  l.Add({segs_[0].get(), segs_[1].get(), segs_[2].get()});  // 12 samples
+  const auto before = Weights(l);
+  int micro = 0;
+  while (l.CanTrain()) {
+    l.TrainMicroBatch();
+    ++micro;
+  }
+  EXPECT_EQ(micro, 2);  // 8 samples = one global batch; 4 carry over
+  ASSERT_TRUE(l.ReadyToStep());
+  LearnerStepStats st = l.Step();
+  EXPECT_FALSE(st.skipped);
+  EXPECT_EQ(st.samples, 8);
+  EXPECT_EQ(st.version, 6u);
+  EXPECT_EQ(st.lag_max, 0.0);
+  EXPECT_FALSE(Same(before, Weights(l)));
+  EXPECT_EQ(l.ready_samples(), 4);
+  EXPECT_EQ(l.TakeConsumed().size(), 2u);
+}
+
+TEST_F(LearnerTest, SamplesOverTheLagBoundAreDropped) {
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/10);
+  Fill(segs_[0].get(), 4, /*version=*/9, 0);  // lag 1: kept
+  Fill(segs_[1].get(), 4, /*version=*/8, 1);  // lag 2 > 1: dropped
+  segs_[2]->Clear();
+  Fill(segs_[2].get(), 3, 10, 2);
+  segs_[2]->versions[0] = 7;  // one stale decision taints the segment
+  l.Add({segs_[0].get(), segs_[1].get(), segs_[2].get()});
+  EXPECT_EQ(l.dropped_samples(), 7);
+  EXPECT_EQ(l.ready_samples(), 4);
+  const std::vector<Segment*> back = l.TakeConsumed();
+  EXPECT_EQ(back.size(), 2u);  // the dropped ones go back to the pool at once
+}
+
+TEST_F(LearnerTest, NanLossSkipsTheStepAndLeavesWeightsUntouched) {
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/0);
+  Fill(segs_[0].get(), 4, 0, 0);
+  Fill(segs_[1].get(), 4, 0, 1);
+  l.Add({segs_[0].get(), segs_[1].get()});
+  const auto before = Weights(l);
+  l.set_loss_scale_for_test(std::numeric_limits<double>::quiet_NaN());
+  while (l.CanTrain()) l.TrainMicroBatch();
+  LearnerStepStats st = l.Step();
+  EXPECT_TRUE(st.skipped);
+  EXPECT_EQ(st.version, 0u);
+  EXPECT_EQ(l.skipped_steps(), 1);
+  EXPECT_TRUE(Same(before, Weights(l)));
+  // Gradients were cleared: the next clean batch trains normally.
+  l.set_loss_scale_for_test(1.0);
+  Fill(segs_[2].get(), 4, 0, 2);
+  Fill(segs_[3].get(), 4, 0, 3);
+  l.Add({segs_[2].get(), segs_[3].get()});
+  while (l.CanTrain()) l.TrainMicroBatch();
+  LearnerStepStats ok = l.Step();
+  EXPECT_FALSE(ok.skipped);
+  EXPECT_EQ(ok.version, 1u);
+  for (const auto& p : l.net()->parameters()) {
+    EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
+  }
+  EXPECT_FALSE(Same(before, Weights(l)));
+}
+
+TEST_F(LearnerTest, GrpoWaitsForTheWholeGroup) {
+  options_.algorithm = "grpo";
+  options_.grpo_group_size = 2;
+  options_.global_units = 2;  // episodes
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, 0);
+  Fill(segs_[0].get(), 3, 0, 0);
+  segs_[0]->group = 7;
+  segs_[0]->episode_end = true;
+  segs_[0]->episode_return = 1;
+  l.Add({segs_[0].get()});
+  EXPECT_EQ(l.ready_samples(), 0);
+  EXPECT_EQ(l.waiting_episodes(), 1);
+  Fill(segs_[1].get(), 2, 0, 1);
+  segs_[1]->group = 7;
+  segs_[1]->episode_end = true;
+  segs_[1]->episode_return = 0;
+  l.Add({segs_[1].get()});
+  EXPECT_EQ(l.ready_samples(), 5);
+  EXPECT_NEAR(segs_[0]->advantages[0], 1.0f, 1e-5);
+  EXPECT_NEAR(segs_[1]->advantages[1], -1.0f, 1e-5);
+  while (l.CanTrain()) l.TrainMicroBatch();
+  ASSERT_TRUE(l.ReadyToStep());
+  EXPECT_EQ(l.Step().samples, 5);
+}
+
+}  // namespace
+}  // namespace rlvla3

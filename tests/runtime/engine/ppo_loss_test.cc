@@ -1,0 +1,92 @@
+#include "runtime/engine/ppo_loss.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+
+namespace rlvla3 {
+namespace {
+
+PpoLossInput Input(float logp, float prox, float behav, float adv) {
+  PpoLossInput in;
+  in.log_probs = torch::tensor({logp}).requires_grad_(true);
+  in.prox_log_probs = torch::tensor({prox});
+  in.behav_log_probs = torch::tensor({behav});
+  in.advantages = torch::tensor({adv});
+  in.entropy = torch::zeros({1});
+  in.weights = torch::ones({1});
+  return in;
+}
+
+PpoLossOptions NoValue() {
+  PpoLossOptions o;
+  o.clip_eps = 0.2;
+  o.is_cap = 2.0;
+  o.value_coef = 0;
+  return o;
+}
+
+TEST(PpoLoss, UnclippedRatioGivesPolicyGradient) {
+  // ratio = e^0.1 = 1.105 (inside 1 +- 0.2), A = 2, on-policy (w = 1).
+  PpoLossInput in = Input(0.1f, 0.0f, 0.0f, 2.0f);
+  PpoLossTerms t = DecoupledPpoLoss(in, NoValue());
+  EXPECT_NEAR(t.loss.item<float>(), -2.0f * std::exp(0.1f), 1e-5);
+  t.loss.backward();
+  // d/dlogp of -ratio*A = -ratio*A.
+  EXPECT_NEAR(in.log_probs.grad().item<float>(), -2.0f * std::exp(0.1f), 1e-5);
+  EXPECT_EQ(t.clipped.item<float>(), 0.0f);
+}
+
+TEST(PpoLoss, ClippedRatioStopsTheGradient) {
+  // ratio = e^0.5 = 1.65 > 1.2 with A > 0: the clipped term wins, no grad.
+  PpoLossInput in = Input(0.5f, 0.0f, 0.0f, 1.0f);
+  PpoLossTerms t = DecoupledPpoLoss(in, NoValue());
+  EXPECT_NEAR(t.loss.item<float>(), -1.2f, 1e-5);
+  t.loss.backward();
+  EXPECT_EQ(in.log_probs.grad().item<float>(), 0.0f);
+  EXPECT_EQ(t.clipped.item<float>(), 1.0f);
+  // Same ratio with A < 0: the unclipped (more pessimistic) term is used.
+  PpoLossInput neg = Input(0.5f, 0.0f, 0.0f, -1.0f);
+  PpoLossTerms tn = DecoupledPpoLoss(neg, NoValue());
+  EXPECT_NEAR(tn.loss.item<float>(), std::exp(0.5f), 1e-5);
+  EXPECT_EQ(tn.clipped.item<float>(), 0.0f);
+  // ratio = e^-0.5 = 0.61 < 0.8 with A < 0: clipped at 0.8.
+  PpoLossInput low = Input(-0.5f, 0.0f, 0.0f, -1.0f);
+  PpoLossTerms tl = DecoupledPpoLoss(low, NoValue());
+  EXPECT_NEAR(tl.loss.item<float>(), 0.8f, 1e-5);
+  EXPECT_EQ(tl.clipped.item<float>(), 1.0f);
+}
+
+TEST(PpoLoss, BehaviourImportanceWeightIsTruncated) {
+  // pi_prox / pi_behav = e^1.5 = 4.48 -> capped at 2.
+  PpoLossInput in = Input(0.0f, 0.0f, -1.5f, 1.0f);
+  PpoLossTerms t = DecoupledPpoLoss(in, NoValue());
+  EXPECT_NEAR(t.is_weight.item<float>(), 2.0f, 1e-6);
+  EXPECT_NEAR(t.loss.item<float>(), -2.0f, 1e-5);
+  // Below the cap the weight is the ratio itself: e^0.5.
+  PpoLossInput mid = Input(0.0f, 0.0f, -0.5f, 1.0f);
+  PpoLossTerms tm = DecoupledPpoLoss(mid, NoValue());
+  EXPECT_NEAR(tm.is_weight.item<float>(), std::exp(0.5f), 1e-5);
+  // A newer behaviour policy (weight < 1) is not capped from below.
+  PpoLossInput low = Input(0.0f, 0.0f, 0.7f, 1.0f);
+  EXPECT_NEAR(DecoupledPpoLoss(low, NoValue()).is_weight.item<float>(),
+              std::exp(-0.7f), 1e-5);
+}
+
+TEST(PpoLoss, ValueAndEntropyTermsAndWeights) {
+  PpoLossInput in = Input(0.0f, 0.0f, 0.0f, 0.0f);
+  in.values = torch::tensor({1.0f}).requires_grad_(true);
+  in.returns = torch::tensor({3.0f});
+  in.entropy = torch::tensor({0.5f});
+  in.weights = torch::tensor({0.25f});
+  PpoLossOptions o = NoValue();
+  o.value_coef = 0.5;
+  o.entropy_coef = 0.1;
+  PpoLossTerms t = DecoupledPpoLoss(in, o);
+  // 0.5 * (0.5 * 4 * 0.25) - 0.1 * 0.5 * 0.25 = 0.25 - 0.0125
+  EXPECT_NEAR(t.loss.item<float>(), 0.2375f, 1e-6);
+}
+
+}  // namespace
+}  // namespace rlvla3
