@@ -170,7 +170,7 @@ std::string RenderReportHtml(const Report& r) {
   for (const auto& s : r.sections) {
     absl::StrAppend(&out, "<h2>", HtmlEscape(s.heading), "</h2>\n");
     if (!s.text.empty())
-      absl::StrAppend(&out, "<p>", HtmlEscape(s.text), "</p>\n");
+      absl::StrAppend(&out, "<pre>", HtmlEscape(s.text), "</pre>\n");
     if (!s.table.empty()) {
       out += "<table>\n";
       for (size_t i = 0; i < s.table.size(); ++i) {

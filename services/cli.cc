@@ -25,6 +25,7 @@
 #include "services/selfcheck.h"
 #include "services/sft.h"
 #include "services/train.h"
+#include "services/bench.h"
 #include "services/visualize.h"
 
 namespace rlvla3 {
@@ -51,6 +52,8 @@ constexpr char kUsage[] =
     "                 a checkpoint's success rate per task\n"
     "  train          [--mode sync|async] [--init-checkpoint DIR]\n"
     "                 RL post-training: env pool, inference actors, learner\n"
+    "  bench          --config FILE [--duration SECONDS] [--json PATH]\n"
+    "                 each stage alone, then sync vs async side by side\n"
     "  version        print the version\n"
     "  help           this text\n";
 
@@ -383,6 +386,45 @@ int VerbTrain(const CommonFlags& f) {
   return kExitOk;
 }
 
+int VerbBench(const CommonFlags& f) {
+  auto c = LoadWithRunFlags(f);
+  if (!c) return kExitUsage;
+  double duration = 60;
+  const std::string d = f.Get("--duration", "60");
+  if (!absl::SimpleAtod(d, &duration) || duration <= 0) {
+    std::fprintf(stderr, "rl-vla3: --duration expects seconds > 0, got '%s'\n",
+                 d.c_str());
+    return kExitUsage;
+  }
+  InitLogging(c->run.log_level);
+  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
+  absl::StatusOr<std::string> dir = MakeRunDir(*c);
+  if (!dir.ok()) {
+    spdlog::error("bench: {}", dir.status().ToString());
+    return kExitFailure;
+  }
+  InstallStopSignalHandlers();
+  const std::string config_name =
+      f.config_path.empty() ? "(defaults)" : f.config_path;
+  absl::StatusOr<BenchResult> r = RunBench(*c, config_name, *dir, duration);
+  if (!r.ok()) {
+    spdlog::error("bench: {}", r.status().ToString());
+    return kExitFailure;
+  }
+  const std::string table = FormatBenchTable(*r);
+  const std::string json_path = f.Get("--json", *dir + "/bench.json");
+  std::ofstream(json_path) << BenchJson(*r);
+  std::ofstream(*dir + "/bench.txt") << table;
+  const std::string report = *dir + "/report.html";
+  if (absl::Status s = WriteReportHtml(BenchReport(*r), report); !s.ok()) {
+    spdlog::error("bench: {}", s.ToString());
+    return kExitFailure;
+  }
+  std::printf("%s\njson: %s\nreport: %s\n", table.c_str(), json_path.c_str(),
+              report.c_str());
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args) {
@@ -407,6 +449,10 @@ int RunCli(const std::vector<std::string>& args) {
   if (verb == "train") {
     auto flags = ParseFlags(args, 1, {"--mode", "--init-checkpoint"});
     return flags ? VerbTrain(*flags) : kExitUsage;
+  }
+  if (verb == "bench") {
+    auto flags = ParseFlags(args, 1, {"--mode", "--duration", "--json"});
+    return flags ? VerbBench(*flags) : kExitUsage;
   }
   if (verb == "render") {
     auto flags = ParseFlags(args, 1, {"--task", "--init", "--out"});

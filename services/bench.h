@@ -1,0 +1,60 @@
+// File: services/bench.h
+// -----------------------------------------------------------------------------
+// `rl-vla3 bench`: measures each stage alone (env pool with a trivial policy,
+// inference on synthetic observations, learner on synthetic segments), then
+// runs sync and async on the same config and seeds, and reports one table:
+// throughput per mode, the async/sync ratio, the pipeline limit (the slowest
+// stage alone, or on a shared CPU the core budget divided by the CPU time
+// each frame costs across stages, whichever is lower), the efficiency against
+// it and the bottleneck with one line of advice.
+//
+// Example:
+//   absl::StatusOr<BenchResult> r = RunBench(config, run_dir, 60.0);
+//   std::printf("%s", FormatBenchTable(*r).c_str());
+//   WriteBenchJson(*r, "bench.json");
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_BENCH_H_
+#define RLVLA3_SERVICES_BENCH_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/config.h"
+#include "services/train.h"
+
+namespace rlvla3 {
+
+struct StageAlone {
+  double env_frames_per_s = 0;      // env pool, trivial policy
+  double env_cpu_s_per_frame = 0;   // physics + rendering per frame
+  double inference_obs_per_s = 0;   // at the async batch size
+  int inference_batch = 0;
+  double learner_samples_per_s = 0;
+  // Per env frame (a decision drives rl.execute_steps frames).
+  double inference_cpu_s_per_frame = 0, learner_cpu_s_per_frame = 0;
+};
+
+struct BenchResult {
+  std::string config_path, latency;
+  double duration_s = 0;
+  int cores = 0;
+  int execute_steps = 1;
+  StageAlone alone;
+  EngineRun sync, async;
+  double ratio_async_over_sync = 0;
+  double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
+  double pipeline_efficiency = 0;  // async / pipeline limit
+  std::string bottleneck, advice;
+};
+
+absl::StatusOr<BenchResult> RunBench(const Config& c,
+                                     const std::string& config_path,
+                                     const std::string& run_dir,
+                                     double duration_s);
+std::string FormatBenchTable(const BenchResult& r);
+std::string BenchJson(const BenchResult& r);
+Report BenchReport(const BenchResult& r);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_BENCH_H_
