@@ -26,8 +26,8 @@ double Since(Clock::time_point t0) {
 }
 
 // The env pool alone, stepping every env with a zero action.
-absl::Status BenchEnvs(const Config& c, const EngineParts& parts, double seconds,
-                       StageAlone* out) {
+absl::Status BenchEnvs(const Config& c, const EngineParts& parts,
+                       double seconds, StageAlone* out) {
   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(parts.pool);
   if (!pool.ok()) return pool.status();
   EnvPool& p = **pool;
@@ -37,7 +37,8 @@ absl::Status BenchEnvs(const Config& c, const EngineParts& parts, double seconds
   const uint64_t steps0 = p.stats().steps;
   while (Since(t0) < seconds) {
     ready.clear();
-    if (absl::Status s = p.Recv(1, absl::Seconds(30), &ready); !s.ok()) return s;
+    if (absl::Status s = p.Recv(1, absl::Seconds(30), &ready); !s.ok())
+      return s;
     zeros.assign(ready.size() * kActionDim, 0.0f);
     if (absl::Status s = p.Send(ready, zeros); !s.ok()) return s;
   }
@@ -115,7 +116,8 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
       s->has_bootstrap = true;
       std::fill(s->executed.begin(), s->executed.end(), 1);
       std::fill(s->log_probs.begin(), s->log_probs.end(), -5.0f);
-      for (int t = 0; t < s->n; ++t) s->rewards[t] = static_cast<float>(rng() % 2);
+      for (int t = 0; t < s->n; ++t)
+        s->rewards[t] = static_cast<float>(rng() % 2);
       batch.push_back(s.get());
     }
     learner.Add(batch);
@@ -131,8 +133,10 @@ std::string Pct(double v) { return absl::StrFormat("%.0f%%", v); }
 
 }  // namespace
 
-absl::StatusOr<BenchResult> RunBench(const Config& config, const std::string& config_path,
-                                     const std::string& run_dir, double duration_s) {
+absl::StatusOr<BenchResult> RunBench(const Config& config,
+                                     const std::string& config_path,
+                                     const std::string& run_dir,
+                                     double duration_s) {
   BenchResult r;
   r.config_path = config_path;
   r.duration_s = duration_s;
@@ -147,14 +151,17 @@ absl::StatusOr<BenchResult> RunBench(const Config& config, const std::string& co
   r.latency = parts->pool.latency.Describe();
   const double stage_s = std::max(3.0, duration_s / 4);
   spdlog::info("bench: each stage alone for {:.0f} s", stage_s);
-  if (absl::Status s = BenchEnvs(c, *parts, stage_s, &r.alone); !s.ok()) return s;
+  if (absl::Status s = BenchEnvs(c, *parts, stage_s, &r.alone); !s.ok())
+    return s;
   BenchInference(c, *parts, stage_s, &r.alone);
   BenchLearner(c, *parts, stage_s, &r.alone);
   const double E = r.execute_steps;
   r.alone.inference_cpu_s_per_frame =
-      static_cast<double>(c.threads.torch_intra_op) / (r.alone.inference_obs_per_s * E);
+      static_cast<double>(c.threads.torch_intra_op) /
+      (r.alone.inference_obs_per_s * E);
   r.alone.learner_cpu_s_per_frame =
-      static_cast<double>(c.threads.torch_intra_op) / (r.alone.learner_samples_per_s * E);
+      static_cast<double>(c.threads.torch_intra_op) /
+      (r.alone.learner_samples_per_s * E);
 
   for (const char* mode : {"sync", "async"}) {
     Config m = c;
@@ -170,10 +177,10 @@ absl::StatusOr<BenchResult> RunBench(const Config& config, const std::string& co
     (std::string(mode) == "sync" ? r.sync : r.async) = *std::move(run);
     if (run->interrupted) break;
   }
-  r.ratio_async_over_sync = r.sync.summary.env_frames_per_s > 0
-                                ? r.async.summary.env_frames_per_s /
-                                      r.sync.summary.env_frames_per_s
-                                : 0;
+  r.ratio_async_over_sync =
+      r.sync.summary.env_frames_per_s > 0
+          ? r.async.summary.env_frames_per_s / r.sync.summary.env_frames_per_s
+          : 0;
   struct Limit {
     const char* name;
     double frames_per_s;
@@ -196,29 +203,36 @@ absl::StatusOr<BenchResult> RunBench(const Config& config, const std::string& co
     r.pipeline_limit = r.core_limit;
     r.bottleneck = "cpu";
     r.advice = absl::StrFormat(
-        "the stages together need %.2f ms of CPU per frame (env %.2f, inference "
-        "%.2f, learner %.2f) and share %d cores: cut the biggest per-frame cost "
+        "the stages together need %.2f ms of CPU per frame (env %.2f, "
+        "inference "
+        "%.2f, learner %.2f) and share %d cores: cut the biggest per-frame "
+        "cost "
         "or add cores",
         1e3 * cpu_per_frame, 1e3 * r.alone.env_cpu_s_per_frame,
-        1e3 * r.alone.inference_cpu_s_per_frame, 1e3 * r.alone.learner_cpu_s_per_frame,
-        r.cores);
+        1e3 * r.alone.inference_cpu_s_per_frame,
+        1e3 * r.alone.learner_cpu_s_per_frame, r.cores);
   } else {
     r.pipeline_limit = r.stage_limit;
     r.bottleneck = slowest->name;
     const std::string b = slowest->name;
     if (b == "env") {
-      r.advice = "env-bound: add env workers or envs (latency hides behind more envs), "
-                 "or lower the image resolution; inference and learner have headroom";
+      r.advice =
+          "env-bound: add env workers or envs (latency hides behind more "
+          "envs), "
+          "or lower the image resolution; inference and learner have headroom";
     } else if (b == "inference") {
-      r.advice = "inference-bound: raise batcher.max_batch / max_wait_ms, add an "
-                 "inference actor, or serve inference from a GPU";
+      r.advice =
+          "inference-bound: raise batcher.max_batch / max_wait_ms, add an "
+          "inference actor, or serve inference from a GPU";
     } else {
-      r.advice = "learner-bound: raise rl.execute_steps or rl.micro_batch, or run the "
-                 "learner on a GPU; envs wait on admission control";
+      r.advice =
+          "learner-bound: raise rl.execute_steps or rl.micro_batch, or run the "
+          "learner on a GPU; envs wait on admission control";
     }
   }
   r.pipeline_efficiency =
-      r.pipeline_limit > 0 ? r.async.summary.env_frames_per_s / r.pipeline_limit : 0;
+      r.pipeline_limit > 0 ? r.async.summary.env_frames_per_s / r.pipeline_limit
+                           : 0;
   return r;
 }
 
@@ -233,10 +247,12 @@ std::string FormatBenchTable(const BenchResult& r) {
       r.config_path, r.duration_s, r.cores, r.latency, r.alone.env_frames_per_s,
       1e3 * r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
       r.alone.inference_batch, r.alone.inference_obs_per_s * r.execute_steps,
-      r.alone.learner_samples_per_s, r.alone.learner_samples_per_s * r.execute_steps);
-  absl::StrAppendFormat(&out, "%-28s %12s %12s %10s\n", "", "sync", "async", "async/sync");
-  auto line = [&](const std::string& name, const std::string& sv, const std::string& av,
-                  const std::string& ratio) {
+      r.alone.learner_samples_per_s,
+      r.alone.learner_samples_per_s * r.execute_steps);
+  absl::StrAppendFormat(&out, "%-28s %12s %12s %10s\n", "", "sync", "async",
+                        "async/sync");
+  auto line = [&](const std::string& name, const std::string& sv,
+                  const std::string& av, const std::string& ratio) {
     absl::StrAppendFormat(&out, "%-28s %12s %12s %10s\n", name, sv, av, ratio);
   };
   auto f0 = [](double v) { return absl::StrFormat("%.0f", v); };
@@ -246,30 +262,39 @@ std::string FormatBenchTable(const BenchResult& r) {
   };
   line("env frames/s", f0(s.env_frames_per_s), f0(a.env_frames_per_s),
        ratio(a.env_frames_per_s, s.env_frames_per_s));
-  line("trained samples/s", f0(s.trained_samples_per_s), f0(a.trained_samples_per_s),
+  line("trained samples/s", f0(s.trained_samples_per_s),
+       f0(a.trained_samples_per_s),
        ratio(a.trained_samples_per_s, s.trained_samples_per_s));
   line("optimizer steps", f0(s.optimizer_steps), f0(a.optimizer_steps), "");
   line("s per optimizer step", f2(s.s_per_step), f2(a.s_per_step), "");
   line("busy env / worker", Pct(s.busy_env), Pct(a.busy_env), "");
-  line("busy inference / actor", Pct(s.busy_inference), Pct(a.busy_inference), "");
+  line("busy inference / actor", Pct(s.busy_inference), Pct(a.busy_inference),
+       "");
   line("busy learner", Pct(s.busy_learner), Pct(a.busy_learner), "");
-  line("inference batch (mean)", f2(s.inference_batch_mean), f2(a.inference_batch_mean), "");
-  line("policy lag mean / max", absl::StrFormat("%.2f / %.0f", s.lag_mean, s.lag_max),
+  line("inference batch (mean)", f2(s.inference_batch_mean),
+       f2(a.inference_batch_mean), "");
+  line("policy lag mean / max",
+       absl::StrFormat("%.2f / %.0f", s.lag_mean, s.lag_max),
        absl::StrFormat("%.2f / %.0f", a.lag_mean, a.lag_max), "");
-  line("dropped (stale) samples", f0(s.dropped_samples), f0(a.dropped_samples), "");
-  line("episodes / successes", absl::StrFormat("%d / %d", s.episodes, s.successes),
+  line("dropped (stale) samples", f0(s.dropped_samples), f0(a.dropped_samples),
+       "");
+  line("episodes / successes",
+       absl::StrFormat("%d / %d", s.episodes, s.successes),
        absl::StrFormat("%d / %d", a.episodes, a.successes), "");
-  line("rolling success", Pct(100 * s.rolling_success), Pct(100 * a.rolling_success), "");
+  line("rolling success", Pct(100 * s.rolling_success),
+       Pct(100 * a.rolling_success), "");
   absl::StrAppendFormat(
       &out,
-      "\npipeline limit: %.0f frames/s (slowest stage alone %.0f, core budget %d "
+      "\npipeline limit: %.0f frames/s (slowest stage alone %.0f, core budget "
+      "%d "
       "cores / %.2f ms CPU per frame = %.0f)\n"
       "async efficiency vs limit: %.2f | async/sync env frames/s: %.2fx\n"
       "bottleneck: %s - %s\n",
       r.pipeline_limit, r.stage_limit, r.cores,
       1e3 * (r.alone.env_cpu_s_per_frame + r.alone.inference_cpu_s_per_frame +
              r.alone.learner_cpu_s_per_frame),
-      r.core_limit, r.pipeline_efficiency, r.ratio_async_over_sync, r.bottleneck, r.advice);
+      r.core_limit, r.pipeline_efficiency, r.ratio_async_over_sync,
+      r.bottleneck, r.advice);
   return out;
 }
 
@@ -277,35 +302,47 @@ std::string BenchJson(const BenchResult& r) {
   auto mode = [](const EngineSummary& s) {
     return absl::StrFormat(
         "{\"env_frames_per_s\": %.3f, \"trained_samples_per_s\": %.3f, "
-        "\"optimizer_steps\": %d, \"s_per_step\": %.4f, \"busy_pct\": {\"env\": %.2f, "
-        "\"inference\": %.2f, \"learner\": %.2f}, \"inference_batch_mean\": %.3f, "
-        "\"policy_lag\": {\"mean\": %.3f, \"max\": %.0f}, \"dropped_samples\": %d, "
-        "\"episodes\": %d, \"successes\": %d, \"rolling_success\": %.4f, \"wall_s\": %.2f}",
-        s.env_frames_per_s, s.trained_samples_per_s, s.optimizer_steps, s.s_per_step,
-        s.busy_env, s.busy_inference, s.busy_learner, s.inference_batch_mean, s.lag_mean,
-        s.lag_max, s.dropped_samples, s.episodes, s.successes, s.rolling_success, s.wall_s);
+        "\"optimizer_steps\": %d, \"s_per_step\": %.4f, \"busy_pct\": "
+        "{\"env\": %.2f, "
+        "\"inference\": %.2f, \"learner\": %.2f}, \"inference_batch_mean\": "
+        "%.3f, "
+        "\"policy_lag\": {\"mean\": %.3f, \"max\": %.0f}, \"dropped_samples\": "
+        "%d, "
+        "\"episodes\": %d, \"successes\": %d, \"rolling_success\": %.4f, "
+        "\"wall_s\": %.2f}",
+        s.env_frames_per_s, s.trained_samples_per_s, s.optimizer_steps,
+        s.s_per_step, s.busy_env, s.busy_inference, s.busy_learner,
+        s.inference_batch_mean, s.lag_mean, s.lag_max, s.dropped_samples,
+        s.episodes, s.successes, s.rolling_success, s.wall_s);
   };
   return absl::StrFormat(
-      "{\n  \"config\": \"%s\",\n  \"latency_model\": \"%s\",\n  \"duration_s\": %.1f,\n"
+      "{\n  \"config\": \"%s\",\n  \"latency_model\": \"%s\",\n  "
+      "\"duration_s\": %.1f,\n"
       "  \"cores\": %d,\n  \"stages_alone\": {\"env_frames_per_s\": %.3f, "
-      "\"env_cpu_s_per_frame\": %.6f, \"inference_obs_per_s\": %.3f, \"inference_batch\": %d, "
+      "\"env_cpu_s_per_frame\": %.6f, \"inference_obs_per_s\": %.3f, "
+      "\"inference_batch\": %d, "
       "\"inference_cpu_s_per_frame\": %.6f, \"learner_samples_per_s\": %.3f, "
       "\"learner_cpu_s_per_frame\": %.6f},\n"
       "  \"modes\": {\n    \"sync\": %s,\n    \"async\": %s\n  },\n"
-      "  \"ratio_async_over_sync\": %.4f,\n  \"pipeline_limit_frames_per_s\": %.3f,\n"
-      "  \"stage_limit_frames_per_s\": %.3f,\n  \"core_limit_frames_per_s\": %.3f,\n"
-      "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  \"advice\": \"%s\"\n}\n",
+      "  \"ratio_async_over_sync\": %.4f,\n  \"pipeline_limit_frames_per_s\": "
+      "%.3f,\n"
+      "  \"stage_limit_frames_per_s\": %.3f,\n  \"core_limit_frames_per_s\": "
+      "%.3f,\n"
+      "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
+      "\"advice\": \"%s\"\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.alone.env_frames_per_s,
-      r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s, r.alone.inference_batch,
-      r.alone.inference_cpu_s_per_frame, r.alone.learner_samples_per_s,
-      r.alone.learner_cpu_s_per_frame, mode(r.sync.summary), mode(r.async.summary),
-      r.ratio_async_over_sync, r.pipeline_limit, r.stage_limit, r.core_limit,
-      r.pipeline_efficiency, r.bottleneck, r.advice);
+      r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
+      r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
+      r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,
+      mode(r.sync.summary), mode(r.async.summary), r.ratio_async_over_sync,
+      r.pipeline_limit, r.stage_limit, r.core_limit, r.pipeline_efficiency,
+      r.bottleneck, r.advice);
 }
 
 Report BenchReport(const BenchResult& r) {
   Report rep{absl::StrCat("rl-vla3 bench: ", r.config_path), {}};
-  rep.sections.push_back(ReportSection{"Summary", FormatBenchTable(r), {}, {}, {}});
+  rep.sections.push_back(
+      ReportSection{"Summary", FormatBenchTable(r), {}, {}, {}});
   std::vector<ReportSection> runs = RunReportSections({&r.sync, &r.async});
   rep.sections.insert(rep.sections.end(), runs.begin(), runs.end());
   return rep;

@@ -25,9 +25,9 @@
 namespace rlvla3 {
 
 struct StageAlone {
-  double env_frames_per_s = 0;      // env pool, trivial policy
-  double env_cpu_s_per_frame = 0;   // physics + rendering per frame
-  double inference_obs_per_s = 0;   // at the async batch size
+  double env_frames_per_s = 0;     // env pool, trivial policy
+  double env_cpu_s_per_frame = 0;  // physics + rendering per frame
+  double inference_obs_per_s = 0;  // at the async batch size
   int inference_batch = 0;
   double learner_samples_per_s = 0;
   // Per env frame (a decision drives rl.execute_steps frames).

@@ -20,12 +20,12 @@
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
 #include "runtime/report_html.h"
+#include "services/bench.h"
 #include "services/config_bridge.h"
 #include "services/expert_eval.h"
 #include "services/selfcheck.h"
 #include "services/sft.h"
 #include "services/train.h"
-#include "services/bench.h"
 #include "services/visualize.h"
 
 namespace rlvla3 {
