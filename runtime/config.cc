@@ -161,6 +161,8 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "value loss weight");
   s->Real("rl.entropy_coef", &c->rl.entropy_coef, {0.0, false, 10.0, false},
           "entropy bonus weight");
+  s->Int("rl.critic_warmup_steps", &c->rl.critic_warmup_steps, {0, 1000000},
+         "optimizer steps that train only the value head (PPO)");
   s->Int("rl.max_policy_lag", &c->rl.max_policy_lag, {0, 1000},
          "versions rollout may run ahead of the learner");
   s->Int("rl.execute_steps", &c->rl.execute_steps, {1, 64},
@@ -209,12 +211,6 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
                        absl::StrCat(c.batcher.max_batch),
                        absl::StrCat("at most queues.request.capacity (",
                                     c.queues.request.capacity, ")")}
-        .ToStatus();
-  }
-  if (c.rl.execute_steps > c.policy.chunk) {
-    return ConfigError{
-        origin, "rl.execute_steps", absl::StrCat(c.rl.execute_steps),
-        absl::StrCat("at most policy.chunk (", c.policy.chunk, ")")}
         .ToStatus();
   }
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {

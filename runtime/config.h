@@ -135,10 +135,11 @@ struct RlConfig {
   double max_grad_norm = 1.0;  // gradient clipping (0: off)
   double gamma = 0.99;         // discount per decision
   double gae_lambda = 0.95;
-  double clip_eps = 0.2;        // PPO ratio clip against the proximal policy
-  double is_cap = 2.0;          // behaviour importance weight truncation
-  double value_coef = 0.5;      // value loss weight (PPO)
-  double entropy_coef = 0.0;    // entropy bonus weight
+  double clip_eps = 0.2;      // PPO ratio clip against the proximal policy
+  double is_cap = 2.0;        // behaviour importance weight truncation
+  double value_coef = 0.5;    // value loss weight (PPO)
+  double entropy_coef = 0.0;  // entropy bonus weight
+  int64_t critic_warmup_steps = 0;  // first steps train the value head only
   int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner
   int64_t execute_steps = 4;    // chunk steps executed per decision
   int64_t grpo_group_size = 4;  // G episodes per initial state (GRPO)

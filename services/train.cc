@@ -64,12 +64,6 @@ absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
   if (!c.rl.init_checkpoint.empty()) {
     absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(c.rl.init_checkpoint);
     if (!ck.ok()) return ck.status();
-    if (ck->net->options().chunk() < c.rl.execute_steps) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("rl.execute_steps (", c.rl.execute_steps,
-                       ") exceeds the checkpoint's chunk (",
-                       ck->net->options().chunk(), ")"));
-    }
     p.net = ck->net;
     p.tokenizer = ck->tokenizer;
     p.version = ck->version;

@@ -519,6 +519,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   m.chunk = static_cast<int>(parts.net->options().chunk());
   m.execute =
       static_cast<int>(std::min<int64_t>(config.rl.execute_steps, m.chunk));
+  if (config.rl.execute_steps > m.chunk) {
+    spdlog::warn(
+        "engine: rl.execute_steps {} exceeds the policy's chunk {}; executing "
+        "{}",
+        config.rl.execute_steps, m.chunk, m.chunk);
+  }
   m.group_size = m.grpo ? static_cast<int>(config.rl.grpo_group_size) : 1;
   m.tokenizer = parts.tokenizer;
   if (config.run.mode != "sync" && config.run.mode != "async") {
@@ -586,6 +592,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   lo.lr = config.rl.lr;
   lo.weight_decay = config.rl.weight_decay;
   lo.max_grad_norm = config.rl.max_grad_norm;
+  lo.critic_warmup_steps = config.rl.critic_warmup_steps;
   m.learner = std::make_unique<LearnerCore>(parts.net, m.text, m.text_len, lo,
                                             parts.version);
   m.weights.Publish(m.learner->MakeSnapshot(), parts.version);

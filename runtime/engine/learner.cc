@@ -225,6 +225,13 @@ void LearnerCore::TrainMicroBatch() {
   li.weights = w;
   PpoLossOptions lo = options_.loss;
   if (options_.algorithm == "grpo") lo.value_coef = 0;
+  if (options_.algorithm != "grpo" &&
+      steps_taken_ < options_.critic_warmup_steps) {
+    // Critic warm-up (e.g. after SFT, whose value head is untrained): no
+    // policy gradient until the values mean something.
+    li.advantages = torch::zeros_like(adv);
+    lo.entropy_coef = 0;
+  }
   PpoLossTerms terms = DecoupledPpoLoss(li, lo);
   at::Tensor loss = terms.loss * loss_scale_;
   loss.backward();
@@ -300,6 +307,7 @@ LearnerStepStats LearnerCore::Step() {
   } else {
     optimizer_->step();
     ++version_;
+    ++steps_taken_;
   }
   optimizer_->zero_grad();
   st.version = version_;

@@ -52,6 +52,7 @@ struct LearnerOptions {
   int grpo_group_size = 4;
   double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 1.0;
   bool normalize_advantages = true;  // PPO: per micro-batch
+  int64_t critic_warmup_steps = 0;   // PPO: value loss only for these steps
 };
 
 struct LearnerStepStats {
@@ -123,6 +124,7 @@ class LearnerCore {
   int64_t samples_trained_ = 0;
   int64_t dropped_samples_ = 0, skipped_steps_ = 0;
   double loss_scale_ = 1.0;
+  int64_t steps_taken_ = 0;  // optimizer steps in this learner's life
   // Per global batch, kept as tensors (read once, at Step).
   at::Tensor sum_loss_, sum_policy_, sum_value_, sum_entropy_, sum_clipped_,
       sum_kl_, sum_is_, min_is_, max_is_;
