@@ -163,6 +163,8 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "entropy bonus weight");
   s->Int("rl.critic_warmup_steps", &c->rl.critic_warmup_steps, {0, 1000000},
          "optimizer steps that train only the value head (PPO)");
+  s->Bool("rl.normalize_advantages", &c->rl.normalize_advantages,
+          "PPO: normalise advantages per micro-batch");
   s->Int("rl.max_policy_lag", &c->rl.max_policy_lag, {0, 1000},
          "versions rollout may run ahead of the learner");
   s->Int("rl.execute_steps", &c->rl.execute_steps, {1, 64},

@@ -139,7 +139,8 @@ struct RlConfig {
   double is_cap = 2.0;        // behaviour importance weight truncation
   double value_coef = 0.5;    // value loss weight (PPO)
   double entropy_coef = 0.0;  // entropy bonus weight
-  int64_t critic_warmup_steps = 0;  // first steps train the value head only
+  int64_t critic_warmup_steps = 0;   // first steps train the value head only
+  bool normalize_advantages = true;  // PPO: per micro-batch mean/std
   int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner
   int64_t execute_steps = 4;    // chunk steps executed per decision
   int64_t grpo_group_size = 4;  // G episodes per initial state (GRPO)

@@ -95,6 +95,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   Engine& e = **engine;
   EngineRun run;
   run.run_dir = run_dir;
+  run.success_window = c.rl.success_window;
 
   std::unique_ptr<JsonlWriter> jsonl;
   std::unique_ptr<TfEventsWriter> tfevents;
@@ -281,12 +282,23 @@ std::vector<ReportSection> RunReportSections(
 
 std::string FormatTrainSummary(const EngineRun& r) {
   const EngineSummary& s = r.summary;
+  // The first point whose rolling window is full (or the last one there is),
+  // so a window of one or two episodes is not reported as a rate.
   std::string first_success = "n/a", last_success = "n/a";
   if (!r.curve.empty()) {
+    const Engine::LearningPoint* first = &r.curve.back();
+    for (const auto& p : r.curve) {
+      if (static_cast<int64_t>(p.episodes) >= r.success_window) {
+        first = &p;
+        break;
+      }
+    }
     first_success =
-        absl::StrFormat("%.0f%%", 100 * r.curve.front().rolling_success);
+        absl::StrFormat("%.0f%% (at %d trained samples)",
+                        100 * first->rolling_success, first->trained_samples);
     last_success =
-        absl::StrFormat("%.0f%%", 100 * r.curve.back().rolling_success);
+        absl::StrFormat("%.0f%% (at %d)", 100 * r.curve.back().rolling_success,
+                        r.curve.back().trained_samples);
   }
   return absl::StrFormat(
       "%s run%s: %.0f s, %d env frames (%.0f frames/s), %d episodes, %d "
@@ -295,13 +307,14 @@ std::string FormatTrainSummary(const EngineRun& r) {
       "samples/s), %d skipped (NaN/Inf), %d dropped for staleness\n"
       "policy lag mean %.2f max %.0f; inference batch mean %.1f; busy env "
       "%.0f%% inference %.0f%% learner %.0f%%\n"
-      "rolling success: %s after the first step -> %s at the end\n"
+      "rolling success (last %d episodes): %s -> %s\n"
       "checkpoint: %s\n",
       s.mode, r.interrupted ? " (interrupted)" : "", s.wall_s, s.env_frames,
       s.env_frames_per_s, s.episodes, s.successes, s.optimizer_steps,
       s.s_per_step, s.trained_samples, s.trained_samples_per_s, s.skipped_steps,
       s.dropped_samples, s.lag_mean, s.lag_max, s.inference_batch_mean,
-      s.busy_env, s.busy_inference, s.busy_learner, first_success, last_success,
+      s.busy_env, s.busy_inference, s.busy_learner, r.success_window,
+      first_success, last_success,
       r.checkpoint.empty() ? "(none)" : r.checkpoint);
 }
 

@@ -43,6 +43,7 @@ struct EngineRun {
   std::vector<StageInterval> timeline;
   std::string checkpoint;  // final checkpoint folder (train only)
   bool interrupted = false;
+  int64_t success_window = 0;  // rl.success_window
 };
 
 struct RunOptions {

@@ -593,6 +593,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   lo.weight_decay = config.rl.weight_decay;
   lo.max_grad_norm = config.rl.max_grad_norm;
   lo.critic_warmup_steps = config.rl.critic_warmup_steps;
+  lo.normalize_advantages = config.rl.normalize_advantages;
   m.learner = std::make_unique<LearnerCore>(parts.net, m.text, m.text_len, lo,
                                             parts.version);
   m.weights.Publish(m.learner->MakeSnapshot(), parts.version);
