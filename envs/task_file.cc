@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "envs/mujoco_handles.h"
 #include "yaml-cpp/yaml.h"
 
@@ -184,6 +185,19 @@ absl::StatusOr<TaskSpec> ResolveTask(const std::string& name_or_path) {
     return absl::NotFoundError(
         absl::StrCat("unknown task '", name_or_path, "'"));
   return *t;
+}
+
+absl::StatusOr<std::vector<TaskSpec>> ResolveTaskList(const std::string& list,
+                                                      const std::string& key) {
+  if (list == "all") return BuiltinTaskSuite();
+  std::vector<TaskSpec> out;
+  for (absl::string_view name : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    absl::StatusOr<TaskSpec> t = ResolveTask(std::string(name));
+    if (!t.ok()) return t.status();
+    out.push_back(*std::move(t));
+  }
+  if (out.empty()) return absl::InvalidArgumentError(key + " names no task");
+  return out;
 }
 
 }  // namespace rlvla3

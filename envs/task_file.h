@@ -18,6 +18,7 @@
 #define RLVLA3_ENVS_TASK_FILE_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "envs/task.h"
@@ -29,6 +30,11 @@ absl::StatusOr<TaskSpec> LoadTaskFile(const std::string& path);
 
 // A built-in task by name, or a task file if `name_or_path` ends in .yaml/.yml.
 absl::StatusOr<TaskSpec> ResolveTask(const std::string& name_or_path);
+
+// "all" (the built-in suite) or a comma-separated list of names / task files.
+// `key` names the config key in the error for an empty list.
+absl::StatusOr<std::vector<TaskSpec>> ResolveTaskList(const std::string& list,
+                                                      const std::string& key);
 
 }  // namespace rlvla3
 

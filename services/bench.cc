@@ -26,8 +26,8 @@ double Since(Clock::time_point t0) {
 }
 
 // The env pool alone, stepping every env with a zero action.
-absl::Status BenchEnvs(const Config& c, const EngineParts& parts,
-                       double seconds, StageAlone* out) {
+absl::Status BenchEnvs(const EngineParts& parts, double seconds,
+                       StageAlone* out) {
   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(parts.pool);
   if (!pool.ok()) return pool.status();
   EnvPool& p = **pool;
@@ -47,7 +47,6 @@ absl::Status BenchEnvs(const Config& c, const EngineParts& parts,
   out->env_frames_per_s = static_cast<double>(st.steps - steps0) / wall;
   out->env_cpu_s_per_frame = st.step_ms.count > 0 ? st.step_ms.mean() / 1e3 : 0;
   p.Close();
-  (void)c;
   return absl::OkStatus();
 }
 
@@ -151,8 +150,7 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   r.latency = parts->pool.latency.Describe();
   const double stage_s = std::max(3.0, duration_s / 4);
   spdlog::info("bench: each stage alone for {:.0f} s", stage_s);
-  if (absl::Status s = BenchEnvs(c, *parts, stage_s, &r.alone); !s.ok())
-    return s;
+  if (absl::Status s = BenchEnvs(*parts, stage_s, &r.alone); !s.ok()) return s;
   BenchInference(c, *parts, stage_s, &r.alone);
   BenchLearner(c, *parts, stage_s, &r.alone);
   const double E = r.execute_steps;

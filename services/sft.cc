@@ -58,16 +58,7 @@ PolicyInput InputFromObservations(const std::vector<const Observation*>& obs,
 }  // namespace
 
 absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c) {
-  std::vector<TaskSpec> out;
-  if (c.sft.tasks == "all") return BuiltinTaskSuite();
-  for (absl::string_view name :
-       absl::StrSplit(c.sft.tasks, ',', absl::SkipEmpty())) {
-    absl::StatusOr<TaskSpec> t = ResolveTask(std::string(name));
-    if (!t.ok()) return t.status();
-    out.push_back(*std::move(t));
-  }
-  if (out.empty()) return absl::InvalidArgumentError("sft.tasks names no task");
-  return out;
+  return ResolveTaskList(c.sft.tasks, "sft.tasks");
 }
 
 absl::StatusOr<DemoSet> CollectDemonstrations(

@@ -29,23 +29,6 @@ extern "C" void StopOnSignal(int) {
   if (e != nullptr) e->Stop();
 }
 
-absl::StatusOr<std::vector<std::string>> TaskNames(const Config& c) {
-  std::vector<std::string> names;
-  if (c.env.tasks == "all") {
-    for (const auto& t : BuiltinTaskSuite()) names.push_back(t.name);
-    return names;
-  }
-  for (absl::string_view n :
-       absl::StrSplit(c.env.tasks, ',', absl::SkipEmpty())) {
-    absl::StatusOr<TaskSpec> t = ResolveTask(std::string(n));
-    if (!t.ok()) return t.status();
-    names.emplace_back(n);
-  }
-  if (names.empty())
-    return absl::InvalidArgumentError("env.tasks names no task");
-  return names;
-}
-
 }  // namespace
 
 void InstallStopSignalHandlers() {
@@ -58,9 +41,22 @@ void InstallStopSignalHandlers() {
 
 absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
   EngineParts p;
-  absl::StatusOr<std::vector<std::string>> names = TaskNames(c);
-  if (!names.ok()) return names.status();
-  p.pool = EnvPoolOptionsFromConfig(c, *names);
+  absl::StatusOr<std::vector<TaskSpec>> tasks =
+      ResolveTaskList(c.env.tasks, "env.tasks");
+  if (!tasks.ok()) return tasks.status();
+  // The pool resolves each env's task again: keep task files as their paths.
+  std::vector<std::string> names, instructions;
+  if (c.env.tasks != "all") {
+    for (absl::string_view n :
+         absl::StrSplit(c.env.tasks, ',', absl::SkipEmpty())) {
+      names.emplace_back(n);
+    }
+  }
+  for (const TaskSpec& t : *tasks) {
+    if (c.env.tasks == "all") names.push_back(t.name);
+    instructions.push_back(t.instruction);
+  }
+  p.pool = EnvPoolOptionsFromConfig(c, names);
   if (!c.rl.init_checkpoint.empty()) {
     absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(c.rl.init_checkpoint);
     if (!ck.ok()) return ck.status();
@@ -70,12 +66,6 @@ absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
     spdlog::info("train: starting from {} (policy version {})",
                  c.rl.init_checkpoint, p.version);
   } else {
-    std::vector<std::string> instructions;
-    for (const auto& n : *names) {
-      absl::StatusOr<TaskSpec> t = ResolveTask(n);
-      if (!t.ok()) return t.status();
-      instructions.push_back(t->instruction);
-    }
     p.tokenizer = TextTokenizer::Build(instructions);
     torch::manual_seed(static_cast<uint64_t>(c.run.seed));
     p.net = TinyVLA(TinyVLAOptionsFromConfig(c, p.tokenizer.size()));
@@ -117,7 +107,6 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   const int actors =
       c.run.mode == "sync" ? 1 : static_cast<int>(c.threads.inference_actors);
   double last_t = 0, last_env = 0, last_inf = 0, last_learn = 0;
-  int64_t tick = 0;
   EngineHooks hooks;
   hooks.on_interval = [&](const MetricsSnapshot& s) {
     RunSample p;
@@ -153,7 +142,6 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
       tfevents->Scalar("busy_pct/learner", p.busy_learner, step);
       tfevents->Flush();
     }
-    ++tick;
     progress.Update(absl::StrFormat(
         "%s%s %3.0fs | env %4.0f frames/s | trained %4.0f samples/s | step %d "
         "(%.2f s/step) | lag %.1f/%.0f | success %3.0f%% (%d ep) | busy env "

@@ -278,10 +278,23 @@ struct Engine::Impl {
       s->success = st.result.success;
       s->episode_return = c.episode_return;
       Emit(c);
-      pool->SetNextReset(env, GroupInit(env, c.episodes));
     }
     c.episode_return = 0;
-    c.resetting = true;
+    if (grpo) {
+      RequestReset(env, GroupInit(env, c.episodes));
+    } else {
+      ResetOnNextSend(env);  // the pool's auto-reset
+    }
+  }
+
+  // Resets `env` to `init_id` on its next pool step; its next ready state is
+  // the reset observation.
+  void RequestReset(int env, int init_id) {
+    pool->SetNextReset(env, init_id);
+    ResetOnNextSend(env);
+  }
+  void ResetOnNextSend(int env) {
+    cursors[env].resetting = true;
     const float zero[kActionDim] = {};
     const int id = env;
     pool->Send(absl::MakeConstSpan(&id, 1),
@@ -308,26 +321,16 @@ struct Engine::Impl {
       have_version = e.version;
     }
     const int64_t B = static_cast<int64_t>(batch.size());
-    const int w = config.env.image_width, h = config.env.image_height;
-    const size_t img = static_cast<size_t>(w) * h * 3;
-    PolicyInput in;
-    in.agentview = torch::empty({B, h, w, 3}, torch::kByte);
-    in.wrist = torch::empty({B, h, w, 3}, torch::kByte);
-    in.proprio = torch::empty({B, kProprioDim});
-    at::Tensor task = torch::empty({B}, torch::kLong);
-    for (int64_t b = 0; b < B; ++b) {
-      EnvCursor& c = cursors[batch[b]];
+    std::vector<Segment*> gather_segs;
+    std::vector<int> gather_slots;
+    for (int env : batch) {
+      const EnvCursor& c = cursors[env];
       request_dwell_ms->Observe((t0 - c.submit_ns) / 1e6);
-      std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img,
-                  c.seg->agentview_at(c.slot), img);
-      std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img,
-                  c.seg->wrist_at(c.slot), img);
-      std::memcpy(in.proprio.data_ptr<float>() + b * kProprioDim,
-                  c.seg->proprio_at(c.slot), sizeof(float) * kProprioDim);
-      task.data_ptr<int64_t>()[b] = c.task;
+      gather_segs.push_back(c.seg);
+      gather_slots.push_back(c.slot);
     }
-    in.text = text.index_select(0, task);
-    in.text_len = text_len.index_select(0, task);
+    PolicyInput in =
+        GatherFromSegments(gather_segs, gather_slots, text, text_len, nullptr);
     ActResult r = policy->Act(in, /*greedy=*/false);
     // One device-to-host copy per batch (a no-op on CPU).
     const at::Tensor tokens =
@@ -569,8 +572,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   shape.proprio_dim = kProprioDim;
   shape.capacity = m.grpo ? (max_steps + m.execute - 1) / m.execute + 1
                           : static_cast<int>(config.rl.rollout_len);
-  const int per_env = m.grpo ? 1 : 1;
-  const int count = m.num_envs * (per_env + lag + 2) +
+  // Per env: one open segment, up to lag + 1 in flight to the learner, one
+  // being released; plus what the trajectory queue holds.
+  const int count = m.num_envs * (lag + 3) +
                     static_cast<int>(config.queues.trajectory.capacity) + 2;
   m.segments = std::make_unique<SegmentPool>(shape, count);
   const int64_t quota = m.grpo ? 1 : config.rl.rollout_len;
@@ -677,14 +681,7 @@ absl::Status Engine::Run(const EngineHooks& hooks) {
   // GRPO: every env starts from its group's first initial state.
   for (int env = 0; env < m.num_envs; ++env) {
     if (m.grpo) {
-      m.pool->SetNextReset(env, m.GroupInit(env, 0));
-      m.cursors[env].resetting = true;
-      const float zero[kActionDim] = {};
-      const int id = env;
-      m.pool
-          ->Send(absl::MakeConstSpan(&id, 1),
-                 absl::MakeConstSpan(zero, kActionDim))
-          .IgnoreError();
+      m.RequestReset(env, m.GroupInit(env, 0));
     } else {
       m.StartDecision(env);
     }

@@ -36,23 +36,26 @@ int64_t LearnerCore::waiting_episodes() const {
   return n;
 }
 
-PolicyInput LearnerCore::Gather(const std::vector<SampleRef>& batch,
-                                at::Tensor* tokens) {
-  const int64_t B = static_cast<int64_t>(batch.size());
-  const SegmentShape& sh = batch.front().seg->shape;
+PolicyInput GatherFromSegments(absl::Span<Segment* const> segs,
+                               absl::Span<const int> slots,
+                               const at::Tensor& text,
+                               const at::Tensor& text_len, at::Tensor* tokens) {
+  const int64_t B = static_cast<int64_t>(segs.size());
+  const SegmentShape& sh = segs.front()->shape;
   PolicyInput in;
   in.agentview = torch::empty({B, sh.height, sh.width, 3}, torch::kByte);
   in.wrist = torch::empty({B, sh.height, sh.width, 3}, torch::kByte);
   in.proprio = torch::empty({B, sh.proprio_dim});
   at::Tensor task = torch::empty({B}, torch::kLong);
-  const size_t img = batch.front().seg->image_bytes;
+  const size_t img = segs.front()->image_bytes;
   const int64_t ka = static_cast<int64_t>(sh.chunk) * sh.action_dim;
   at::Tensor tok;
-  if (tokens != nullptr)
+  if (tokens != nullptr) {
     tok = torch::empty({B, sh.chunk, sh.action_dim}, torch::kByte);
+  }
   for (int64_t b = 0; b < B; ++b) {
-    Segment* s = batch[b].seg;
-    const int t = batch[b].t;
+    Segment* s = segs[b];
+    const int t = slots[b];
     std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img, s->agentview_at(t),
                 img);
     std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, s->wrist_at(t), img);
@@ -63,10 +66,21 @@ PolicyInput LearnerCore::Gather(const std::vector<SampleRef>& batch,
       std::memcpy(tok.data_ptr<uint8_t>() + b * ka, s->tokens_at(t), ka);
     }
   }
-  in.text = text_.index_select(0, task);
-  in.text_len = text_len_.index_select(0, task);
+  in.text = text.index_select(0, task);
+  in.text_len = text_len.index_select(0, task);
   if (tokens != nullptr) *tokens = tok.to(torch::kLong);
   return in;
+}
+
+PolicyInput LearnerCore::Gather(const std::vector<SampleRef>& batch,
+                                at::Tensor* tokens) {
+  std::vector<Segment*> segs;
+  std::vector<int> slots;
+  for (const SampleRef& r : batch) {
+    segs.push_back(r.seg);
+    slots.push_back(r.t);
+  }
+  return GatherFromSegments(segs, slots, text_, text_len_, tokens);
 }
 
 void LearnerCore::Add(const std::vector<Segment*>& segments) {
@@ -186,11 +200,11 @@ void LearnerCore::TrainMicroBatch() {
   at::Tensor behav_k = torch::empty({B, sh.chunk});
   at::Tensor adv = torch::empty({B}), ret = torch::empty({B}),
              w = torch::empty({B});
+  auto m = mask.accessor<float, 2>();
   for (int64_t b = 0; b < B; ++b) {
     Segment* s = batch[b].seg;
     const int t = batch[b].t;
     const int exec = std::max<int>(1, s->executed[t]);
-    auto m = mask.accessor<float, 2>();
     for (int k = 0; k < exec && k < sh.chunk; ++k) m[b][k] = 1.0f;
     std::memcpy(behav_k.data_ptr<float>() + b * sh.chunk, s->log_probs_at(t),
                 sizeof(float) * sh.chunk);
@@ -236,7 +250,6 @@ void LearnerCore::TrainMicroBatch() {
   at::Tensor loss = terms.loss * loss_scale_;
   loss.backward();
 
-  const at::Tensor wsum = w.sum();
   auto acc = [](at::Tensor& into, const at::Tensor& v) {
     into = into.defined() ? into + v : v;
   };
@@ -250,7 +263,6 @@ void LearnerCore::TrainMicroBatch() {
   const at::Tensor mn = terms.is_weight.min(), mx = terms.is_weight.max();
   min_is_ = min_is_.defined() ? torch::min(min_is_, mn) : mn;
   max_is_ = max_is_.defined() ? torch::max(max_is_, mx) : mx;
-  (void)wsum;
 
   samples_trained_ += B;
   units_trained_ = units;
@@ -290,11 +302,12 @@ LearnerStepStats LearnerCore::Step() {
   if (options_.max_grad_norm > 0) {
     norm = torch::nn::utils::clip_grad_norm_(params, options_.max_grad_norm);
   } else {
-    double sq = 0;
+    // One host read for the whole norm, not one per parameter.
+    std::vector<at::Tensor> sq;
     for (const auto& p : params) {
-      if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+      if (p.grad().defined()) sq.push_back(p.grad().pow(2).sum());
     }
-    norm = std::sqrt(sq);
+    norm = sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
   }
   st.grad_norm = norm;
   if (!std::isfinite(st.loss) || !std::isfinite(norm)) {

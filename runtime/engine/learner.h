@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "policies/policy.h"
 #include "policies/tiny_vla.h"
 #include "runtime/engine/ppo_loss.h"
@@ -40,6 +41,14 @@ class AdamW;
 }
 
 namespace rlvla3 {
+
+// B observations from segment slots (segs[b], slots[b]) as a PolicyInput,
+// instructions from the task table; with `tokens`, also the taken action
+// tokens (int64 [B, K, A]). Used by the actors and the learner alike.
+PolicyInput GatherFromSegments(absl::Span<Segment* const> segs,
+                               absl::Span<const int> slots,
+                               const at::Tensor& text,
+                               const at::Tensor& text_len, at::Tensor* tokens);
 
 struct LearnerOptions {
   std::string algorithm = "ppo";  // ppo | grpo
