@@ -29,7 +29,8 @@ nlohmann::json OptionsToJson(const TinyVLAOptions& o) {
           {"chunk", o.chunk()},
           {"bins", o.bins()},
           {"action_dim", o.action_dim()},
-          {"proprio_dim", o.proprio_dim()}};
+          {"proprio_dim", o.proprio_dim()},
+          {"value_detach", o.value_detach()}};
 }
 
 TinyVLAOptions OptionsFromJson(const nlohmann::json& j) {
@@ -47,6 +48,7 @@ TinyVLAOptions OptionsFromJson(const nlohmann::json& j) {
   o.bins(j.at("bins").get<int64_t>());
   o.action_dim(j.at("action_dim").get<int64_t>());
   o.proprio_dim(j.at("proprio_dim").get<int64_t>());
+  o.value_detach(j.value("value_detach", true));
   return o;
 }
 

@@ -138,7 +138,11 @@ void TinyVLAImpl::reset() {
   action_head_ = register_module(
       "action_head",
       torch::nn::Linear(d, o.chunk() * o.action_dim() * o.bins()));
-  value_head_ = register_module("value_head", torch::nn::Linear(d, 1));
+  // Two layers: with a stopped gradient the head must do its own fitting.
+  value_head_ = register_module(
+      "value_head",
+      torch::nn::Sequential(torch::nn::Linear(d, d), torch::nn::Tanh(),
+                            torch::nn::Linear(d, 1)));
   image_pos_ = register_parameter(
       "image_pos", torch::randn({kCameras, o.grid() * o.grid(), d}) * kInitStd);
   text_pos_ = register_parameter(
@@ -216,7 +220,9 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
   TinyVLAOutput out;
   out.logits =
       action_head_(readout).view({B, o.chunk(), o.action_dim(), o.bins()});
-  out.values = value_head_(readout).squeeze(-1);
+  out.values =
+      value_head_->forward(o.value_detach() ? readout.detach() : readout)
+          .squeeze(-1);
   return out;
 }
 

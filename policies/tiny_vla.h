@@ -24,6 +24,7 @@
 #include <torch/nn/cloneable.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -52,6 +53,9 @@ struct TinyVLAOptions {
   TORCH_ARG(int64_t, bins) = 256;          // bins per action dimension
   TORCH_ARG(int64_t, action_dim) = 7;
   TORCH_ARG(int64_t, proprio_dim) = 8;
+  // The value head reads a stopped-gradient copy of the fused features, so
+  // the critic's loss never reshapes the (pretrained) trunk the actor uses.
+  TORCH_ARG(bool, value_detach) = true;
 
   // A larger preset for GPUs.
   static TinyVLAOptions GpuPreset();
@@ -108,8 +112,8 @@ class TinyVLAImpl : public torch::nn::Cloneable<TinyVLAImpl> {
   torch::nn::Conv2d stem_a1_{nullptr}, stem_a2_{nullptr}, stem_w1_{nullptr},
       stem_w2_{nullptr};
   torch::nn::Embedding text_embed_{nullptr};
-  torch::nn::Linear proprio_embed_{nullptr}, action_head_{nullptr},
-      value_head_{nullptr};
+  torch::nn::Linear proprio_embed_{nullptr}, action_head_{nullptr};
+  torch::nn::Sequential value_head_{nullptr};
   torch::nn::LayerNorm final_ln_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};
   at::Tensor image_pos_, text_pos_, act_token_, type_embed_;

@@ -80,6 +80,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "inference actor threads");
   s->Int("threads.lp_num_threads", &c->threads.lp_num_threads, {0, 64},
          "llvmpipe threads (0 = render on the calling thread)");
+  s->Int("threads.learner_nice", &c->threads.learner_nice, {0, 19},
+         "nice value of the learner thread: above 0, env workers and "
+         "inference actors (the latency-critical path) preempt it on "
+         "contended cores");
 
   DescribeQueue("queues.request", &c->queues.request, s);
   DescribeQueue("queues.trajectory", &c->queues.trajectory, s);
@@ -115,6 +119,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "K: steps per action chunk");
   s->Int("policy.max_text_len", &c->policy.max_text_len, {1, 256},
          "instruction tokens kept");
+  s->Bool("policy.value_detach", &c->policy.value_detach,
+          "value head reads stopped-gradient features (critic loss leaves "
+          "the actor's trunk alone)");
 
   s->String("sft.tasks", &c->sft.tasks,
             "comma-separated task names (or task files), or all");
@@ -142,6 +149,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Choice("rl.algorithm", &c->rl.algorithm, {"ppo", "grpo"}, "RL objective");
   s->Int("rl.rollout_len", &c->rl.rollout_len, {1, 100000},
          "decisions per env per segment");
+  s->Int("rl.rollouts_per_step", &c->rl.rollouts_per_step, {1, 1024},
+         "rollouts per optimizer step: the global batch is this x num_envs "
+         "x rollout_len decisions (PPO) or this x num_envs episodes (GRPO)");
   s->Int("rl.micro_batch", &c->rl.micro_batch, {1, 65536},
          "samples per forward/backward");
   s->Real("rl.lr", &c->rl.lr, {0.0, true, 1.0, false}, "AdamW learning rate");
@@ -149,6 +159,8 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "AdamW weight decay");
   s->Real("rl.max_grad_norm", &c->rl.max_grad_norm, {0.0, false, 1e6, false},
           "gradient norm clip (0: off)");
+  s->Real("rl.value_lr", &c->rl.value_lr, {0.0, true, 1.0, false},
+          "AdamW learning rate of the value head (PPO)");
   s->Real("rl.gamma", &c->rl.gamma, {0.0, false, 1.0, false},
           "discount per decision");
   s->Real("rl.gae_lambda", &c->rl.gae_lambda, {0.0, false, 1.0, false},
@@ -163,8 +175,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "entropy bonus weight");
   s->Int("rl.critic_warmup_steps", &c->rl.critic_warmup_steps, {0, 1000000},
          "optimizer steps that train only the value head (PPO)");
-  s->Bool("rl.normalize_advantages", &c->rl.normalize_advantages,
-          "PPO: normalise advantages per micro-batch");
+  s->Bool(
+      "rl.normalize_advantages", &c->rl.normalize_advantages,
+      "PPO: normalise advantages by running moments (about one global batch)");
   s->Int("rl.max_policy_lag", &c->rl.max_policy_lag, {0, 1000},
          "versions rollout may run ahead of the learner");
   s->Int("rl.execute_steps", &c->rl.execute_steps, {1, 64},

@@ -42,6 +42,8 @@ struct ThreadsConfig {
       1;  // threads taking batches from the request queue
   int64_t lp_num_threads =
       0;  // llvmpipe rasteriser threads (0 = render on caller)
+  int64_t learner_nice = 0;  // learner thread's nice value (async: yields
+                             // contended cores to env and inference)
 };
 
 struct QueueConfig {
@@ -106,6 +108,7 @@ struct PolicyConfig {
   int64_t stem_channels = 32;
   int64_t chunk = 4;          // K: steps per action chunk
   int64_t max_text_len = 16;  // instruction tokens kept
+  bool value_detach = true;   // value head on stopped-gradient features
 };
 
 // Behaviour cloning from the scripted experts (`rl-vla3 sft`).
@@ -130,7 +133,11 @@ struct RlConfig {
   std::string algorithm = "ppo";  // ppo | grpo
   int64_t rollout_len = 16;       // decisions per env per segment (PPO)
   int64_t micro_batch = 32;       // samples per forward/backward
+  int64_t rollouts_per_step = 1;  // global batch = this x num_envs x
+                                  // rollout_len decisions (PPO) or this x
+                                  // num_envs episodes (GRPO)
   double lr = 1e-4;               // AdamW learning rate
+  double value_lr = 1e-3;         // AdamW learning rate of the value head
   double weight_decay = 0.0;
   double max_grad_norm = 1.0;  // gradient clipping (0: off)
   double gamma = 0.99;         // discount per decision
@@ -140,7 +147,7 @@ struct RlConfig {
   double value_coef = 0.5;    // value loss weight (PPO)
   double entropy_coef = 0.0;  // entropy bonus weight
   int64_t critic_warmup_steps = 0;   // first steps train the value head only
-  bool normalize_advantages = true;  // PPO: per micro-batch mean/std
+  bool normalize_advantages = true;  // PPO: by running moments
   int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner
   int64_t execute_steps = 4;    // chunk steps executed per decision
   int64_t grpo_group_size = 4;  // G episodes per initial state (GRPO)

@@ -37,7 +37,8 @@ inline TinyVLAOptions TinyVLAOptionsFromConfig(const Config& c, int64_t vocab) {
       .grid(p.grid)
       .patch(p.patch)
       .stem_channels(p.stem_channels)
-      .chunk(p.chunk);
+      .chunk(p.chunk)
+      .value_detach(p.value_detach);
 }
 
 // env.* and threads.* keys -> EnvPoolOptions over `tasks`.

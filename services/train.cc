@@ -20,6 +20,9 @@
 namespace rlvla3 {
 namespace {
 
+// Version ranges in the success-by-start-version summary and chart.
+constexpr int kSuccessBuckets = 4;
+
 std::atomic<Engine*> g_engine{nullptr};
 std::atomic<bool> g_interrupted{false};
 
@@ -174,6 +177,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   if (!s.ok()) return s;
   run.summary = e.Summary();
   run.curve = e.LearningCurve();
+  run.episodes = e.Episodes();
   run.lag_histogram = e.LagHistogram();
   run.timeline = e.Timeline();
   if (options.write_outputs) {
@@ -264,6 +268,21 @@ std::vector<ReportSection> RunReportSections(
     sc.series.push_back(s);
   }
   learn.lines.push_back(sc);
+  LineChart bv{"success by the policy version that started the episode",
+               "env frames (mean start of the bucket's episodes)",
+               "success rate",
+               {}};
+  for (const EngineRun* r : runs) {
+    Series s{r->summary.mode, {}, {}};
+    for (const SuccessBucket& b :
+         SuccessByStartVersion(r->episodes, kSuccessBuckets)) {
+      if (b.episodes == 0) continue;
+      s.x.push_back(b.mean_start_frame);
+      s.y.push_back(b.rate());
+    }
+    bv.series.push_back(s);
+  }
+  learn.lines.push_back(bv);
   out.push_back(learn);
   return out;
 }
@@ -288,6 +307,14 @@ std::string FormatTrainSummary(const EngineRun& r) {
         absl::StrFormat("%.0f%% (at %d)", 100 * r.curve.back().rolling_success,
                         r.curve.back().trained_samples);
   }
+  std::string by_version;
+  for (const SuccessBucket& b :
+       SuccessByStartVersion(r.episodes, kSuccessBuckets)) {
+    absl::StrAppendFormat(&by_version, "%s v%d-%d %.0f%% (%d)",
+                          by_version.empty() ? "" : " |", b.version_lo,
+                          b.version_hi, 100 * b.rate(), b.episodes);
+  }
+  if (by_version.empty()) by_version = " n/a";
   return absl::StrFormat(
       "%s run%s: %.0f s, %d env frames (%.0f frames/s), %d episodes, %d "
       "successes\n"
@@ -296,13 +323,14 @@ std::string FormatTrainSummary(const EngineRun& r) {
       "policy lag mean %.2f max %.0f; inference batch mean %.1f; busy env "
       "%.0f%% inference %.0f%% learner %.0f%%\n"
       "rolling success (last %d episodes): %s -> %s\n"
+      "success by start version (episodes):%s\n"
       "checkpoint: %s\n",
       s.mode, r.interrupted ? " (interrupted)" : "", s.wall_s, s.env_frames,
       s.env_frames_per_s, s.episodes, s.successes, s.optimizer_steps,
       s.s_per_step, s.trained_samples, s.trained_samples_per_s, s.skipped_steps,
       s.dropped_samples, s.lag_mean, s.lag_max, s.inference_batch_mean,
       s.busy_env, s.busy_inference, s.busy_learner, r.success_window,
-      first_success, last_success,
+      first_success, last_success, by_version,
       r.checkpoint.empty() ? "(none)" : r.checkpoint);
 }
 

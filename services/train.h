@@ -39,6 +39,7 @@ struct EngineRun {
   EngineSummary summary;
   std::vector<RunSample> samples;
   std::vector<Engine::LearningPoint> curve;
+  std::vector<Engine::EpisodeRecord> episodes;
   std::vector<int64_t> lag_histogram;
   std::vector<StageInterval> timeline;
   std::string checkpoint;  // final checkpoint folder (train only)

@@ -20,6 +20,7 @@
 #include "runtime/engine/trajectory.h"
 #include "runtime/engine/weight_store.h"
 #include "runtime/supervisor.h"
+#include "runtime/thread_priority.h"
 
 namespace rlvla3 {
 namespace {
@@ -43,6 +44,9 @@ struct EnvCursor {
   int64_t segments = 0;    // segments emitted
   bool resetting = false;  // a reset was requested; next ready is its obs
   float episode_return = 0;
+  bool episode_fresh = true;         // no decision of this episode inferred yet
+  uint64_t episode_version = 0;      // behaviour version of its first decision
+  uint64_t episode_start_frame = 0;  // env frames (all envs) when it began
   int64_t submit_ns = 0;
   int task = 0;
   float actions[kMaxChunk * kActionDim] = {};
@@ -105,6 +109,9 @@ struct Engine::Impl {
   Gauge* is_max = nullptr;
   Gauge* loss = nullptr;
   Gauge* entropy = nullptr;
+  Gauge* policy_loss = nullptr;
+  Gauge* value_loss = nullptr;
+  Gauge* grad_norm = nullptr;
   Histogram* batch_size = nullptr;
   Histogram* wait_for_action_ms = nullptr;
   Histogram* request_dwell_ms = nullptr;
@@ -125,6 +132,8 @@ struct Engine::Impl {
   LearnerStepStats last_step ABSL_GUARDED_BY(mu);
   double start_s = 0, end_s = 0;
 
+  std::vector<Engine::EpisodeRecord> episode_log ABSL_GUARDED_BY(mu);
+
   void Record(StageInterval::Stage s, int64_t b, int64_t e) {
     if (!config.rl.timeline) return;
     absl::MutexLock lock(&mu);
@@ -136,10 +145,12 @@ struct Engine::Impl {
     return recent.empty() ? 0.0 : double(recent_successes) / recent.size();
   }
 
-  void EpisodeEnded(bool success) {
+  void EpisodeEnded(bool success, EnvCursor& c) {
     episodes->Add();
     if (success) successes->Add();
     absl::MutexLock lock(&mu);
+    episode_log.push_back({c.episode_version, c.episode_start_frame, success});
+    c.episode_fresh = true;
     recent.push_back(success);
     recent_successes += success;
     while (static_cast<int64_t>(recent.size()) > config.rl.success_window) {
@@ -272,7 +283,7 @@ struct Engine::Impl {
       StartDecision(env);
       return;
     }
-    EpisodeEnded(st.result.success);
+    EpisodeEnded(st.result.success, c);
     if (grpo) {
       s->episode_end = true;
       s->success = st.result.success;
@@ -350,6 +361,11 @@ struct Engine::Impl {
                   sizeof(float) * chunk);
       s->values[t] = values.data_ptr<float>()[b];
       s->versions[t] = r.version;
+      if (c.episode_fresh) {
+        c.episode_fresh = false;
+        c.episode_version = r.version;
+        c.episode_start_frame = frames->value();
+      }
       std::memcpy(c.actions, actions.data_ptr<float>() + b * ka,
                   sizeof(float) * ka);
       std::memcpy(first.data() + b * kActionDim, c.actions,
@@ -421,8 +437,12 @@ struct Engine::Impl {
   }
 
   absl::Status LearnerLoop() {
-    const int64_t global_units =
-        grpo ? num_envs : num_envs * config.rl.rollout_len;
+    if (config.threads.learner_nice > 0) {
+      const absl::Status nice =
+          SetCurrentThreadNice(static_cast<int>(config.threads.learner_nice));
+      if (!nice.ok()) spdlog::warn("learner: {}", nice.ToString());
+    }
+    const int64_t global_units = learner->global_units();
     std::vector<Segment*> buf(64);
     int64_t last_step_ns = NowNs();
     for (;;) {
@@ -478,6 +498,9 @@ struct Engine::Impl {
         is_max->Set(st.is_weight_max);
         loss->Set(st.loss);
         entropy->Set(st.entropy);
+        policy_loss->Set(st.policy_loss);
+        value_loss->Set(st.value_loss);
+        grad_norm->Set(st.grad_norm);
         {
           absl::MutexLock lock(&mu);
           last_step = st;
@@ -572,12 +595,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   shape.proprio_dim = kProprioDim;
   shape.capacity = m.grpo ? (max_steps + m.execute - 1) / m.execute + 1
                           : static_cast<int>(config.rl.rollout_len);
-  // Per env: one open segment, up to lag + 1 in flight to the learner, one
-  // being released; plus what the trajectory queue holds.
-  const int count = m.num_envs * (lag + 3) +
+  // Per env: one open segment, up to (lag + 1) x rollouts_per_step in
+  // flight to the learner, one being released; plus what the trajectory
+  // queue holds.
+  const int rollouts = static_cast<int>(config.rl.rollouts_per_step);
+  const int count = m.num_envs * ((lag + 1) * rollouts + 2) +
                     static_cast<int>(config.queues.trajectory.capacity) + 2;
   m.segments = std::make_unique<SegmentPool>(shape, count);
-  const int64_t quota = m.grpo ? 1 : config.rl.rollout_len;
+  const int64_t quota =
+      config.rl.rollouts_per_step * (m.grpo ? 1 : config.rl.rollout_len);
   m.gate = std::make_unique<AdmissionGate>(m.num_envs, quota, lag);
 
   // Learner.
@@ -587,10 +613,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   lo.loss.is_cap = config.rl.is_cap;
   lo.loss.value_coef = config.rl.value_coef;
   lo.loss.entropy_coef = config.rl.entropy_coef;
+  lo.value_lr = config.rl.value_lr;
   lo.gamma = config.rl.gamma;
   lo.gae_lambda = config.rl.gae_lambda;
   lo.micro_batch = static_cast<int>(config.rl.micro_batch);
-  lo.global_units = m.grpo ? m.num_envs : m.num_envs * config.rl.rollout_len;
+  lo.global_units = m.num_envs * quota;
   lo.max_policy_lag = lag;
   lo.grpo_group_size = m.group_size;
   lo.lr = config.rl.lr;
@@ -628,6 +655,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   m.is_max = &r.gauge("is_weight_max");
   m.loss = &r.gauge("loss");
   m.entropy = &r.gauge("entropy");
+  m.policy_loss = &r.gauge("policy_loss");
+  m.value_loss = &r.gauge("value_loss");
+  m.grad_norm = &r.gauge("grad_norm");
   m.batch_size = &r.histogram(
       "inference_batch_size",
       std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
@@ -772,6 +802,11 @@ std::vector<Engine::LearningPoint> Engine::LearningCurve() const {
   return impl_->curve;
 }
 
+std::vector<Engine::EpisodeRecord> Engine::Episodes() const {
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->episode_log;
+}
+
 std::vector<int64_t> Engine::LagHistogram() const {
   absl::MutexLock lock(&impl_->mu);
   return impl_->lag_hist;
@@ -780,5 +815,30 @@ std::vector<int64_t> Engine::LagHistogram() const {
 TinyVLA& Engine::net() { return impl_->learner->net(); }
 
 const TextTokenizer& Engine::tokenizer() const { return impl_->tokenizer; }
+
+std::vector<SuccessBucket> SuccessByStartVersion(
+    const std::vector<Engine::EpisodeRecord>& episodes, int buckets) {
+  std::vector<SuccessBucket> out;
+  if (episodes.empty() || buckets < 1) return out;
+  uint64_t max_v = 0;
+  for (const auto& e : episodes) max_v = std::max(max_v, e.start_version);
+  const uint64_t span = max_v + 1;
+  const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(buckets), span);
+  out.resize(n);
+  for (uint64_t b = 0; b < n; ++b) {
+    out[b].version_lo = b * span / n;
+    out[b].version_hi = (b + 1) * span / n - 1;
+  }
+  for (const auto& e : episodes) {
+    SuccessBucket& b = out[e.start_version * n / span];
+    ++b.episodes;
+    b.successes += e.success ? 1 : 0;
+    b.mean_start_frame += static_cast<double>(e.start_frame);
+  }
+  for (auto& b : out) {
+    if (b.episodes) b.mean_start_frame /= static_cast<double>(b.episodes);
+  }
+  return out;
+}
 
 }  // namespace rlvla3

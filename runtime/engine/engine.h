@@ -117,6 +117,15 @@ class Engine {
     uint64_t episodes;
   };
   std::vector<LearningPoint> LearningCurve() const;
+  // Every finished episode, with the policy version that chose its first
+  // action. Success by start version has no bias toward short episodes
+  // (early in a run, only quick successes have finished yet).
+  struct EpisodeRecord {
+    uint64_t start_version;
+    uint64_t start_frame;  // env frames of the run when it started
+    bool success;
+  };
+  std::vector<EpisodeRecord> Episodes() const;
   // Histogram of trained samples' policy lag (index = lag).
   std::vector<int64_t> LagHistogram() const;
   // The learner's network (e.g. for the final checkpoint, after Run).
@@ -129,6 +138,19 @@ class Engine {
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> stop_requested_{false};
 };
+
+// Success rate of the episodes grouped by the policy version that started
+// them, in `buckets` equal version ranges over [0, max start version]
+// (fewer when there are fewer versions). The learning curve without the
+// early-run bias toward short (successful) episodes.
+struct SuccessBucket {
+  uint64_t version_lo = 0, version_hi = 0;  // inclusive
+  int64_t episodes = 0, successes = 0;
+  double mean_start_frame = 0;
+  double rate() const { return episodes ? double(successes) / episodes : 0; }
+};
+std::vector<SuccessBucket> SuccessByStartVersion(
+    const std::vector<Engine::EpisodeRecord>& episodes, int buckets);
 
 }  // namespace rlvla3
 

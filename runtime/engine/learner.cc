@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "absl/strings/match.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/engine/advantages.h"
 
@@ -22,9 +23,23 @@ LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
       version_(version) {
   policy_ = std::make_unique<TinyVLAPolicy>(net_, version_);
   net_->train();
+  // Two parameter groups: the value head (fit from scratch after SFT, on
+  // stopped-gradient features) learns at its own, larger rate.
+  std::vector<at::Tensor> policy_params, value_params;
+  for (const auto& p : net_->named_parameters()) {
+    (absl::StartsWith(p.key(), "value_head.") ? value_params : policy_params)
+        .push_back(p.value());
+  }
+  const auto group_options = [&](double lr) {
+    return std::make_unique<torch::optim::AdamWOptions>(
+        torch::optim::AdamWOptions(lr).weight_decay(options_.weight_decay));
+  };
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(policy_params, group_options(options_.lr));
+  groups.emplace_back(value_params, group_options(options_.value_lr));
   optimizer_ = std::make_unique<torch::optim::AdamW>(
-      net_->parameters(), torch::optim::AdamWOptions(options_.lr)
-                              .weight_decay(options_.weight_decay));
+      groups, torch::optim::AdamWOptions(options_.lr)
+                  .weight_decay(options_.weight_decay));
 }
 
 LearnerCore::~LearnerCore() = default;
@@ -84,12 +99,18 @@ PolicyInput LearnerCore::Gather(const std::vector<SampleRef>& batch,
 }
 
 void LearnerCore::Add(const std::vector<Segment*>& segments) {
+  const bool grpo = options_.algorithm == "grpo";
   std::vector<Segment*> fresh;
   for (Segment* s : segments) {
     const uint64_t oldest = s->min_version();
-    if (s->n == 0 ||
-        (version_ > oldest &&
-         static_cast<int64_t>(version_ - oldest) > options_.max_policy_lag)) {
+    const bool stale = s->n == 0 || (version_ > oldest &&
+                                     static_cast<int64_t>(version_ - oldest) >
+                                         options_.max_policy_lag);
+    if (grpo && (stale || poisoned_groups_.count(s->group) > 0)) {
+      DropGroupMember(s);
+      continue;
+    }
+    if (stale) {
       dropped_samples_ += s->n;
       consumed_.push_back(s);
       continue;
@@ -138,6 +159,50 @@ void LearnerCore::AddPpo(const std::vector<Segment*>& segs) {
     for (int t = 0; t < s->n; ++t) ready_.push_back({s, t, weight, true});
     ready_unit_count_ += s->n;
   }
+  UpdateAdvantageMoments(segs);
+}
+
+void LearnerCore::UpdateAdvantageMoments(const std::vector<Segment*>& segs) {
+  double n = 0, sum = 0, sq = 0;
+  for (const Segment* s : segs) {
+    for (int t = 0; t < s->n; ++t) {
+      const double a = s->advantages[t];
+      n += 1;
+      sum += a;
+      sq += a * a;
+    }
+  }
+  if (n == 0) return;
+  const double mean = sum / n, var = std::max(0.0, sq / n - mean * mean);
+  if (!adv_moments_set_) {
+    adv_mean_ = mean;
+    adv_var_ = var;
+    adv_moments_set_ = true;
+    return;
+  }
+  // Exponential moments whose window is about one global batch of samples.
+  const double a = n / (n + static_cast<double>(options_.global_units));
+  const double delta = mean - adv_mean_;
+  adv_mean_ += a * delta;
+  adv_var_ = (1 - a) * (adv_var_ + a * delta * delta) + a * var;
+}
+
+void LearnerCore::DropGroupMember(Segment* seg) {
+  // A group without one of its episodes has no valid baseline: the members
+  // already waiting and the ones still to come are dropped with it.
+  int& seen = poisoned_groups_[seg->group];
+  auto waiting = groups_.find(seg->group);
+  if (waiting != groups_.end()) {
+    for (Segment* s : waiting->second) {
+      dropped_samples_ += s->n;
+      consumed_.push_back(s);
+      ++seen;
+    }
+    groups_.erase(waiting);
+  }
+  dropped_samples_ += seg->n;
+  consumed_.push_back(seg);
+  if (++seen >= options_.grpo_group_size) poisoned_groups_.erase(seg->group);
 }
 
 void LearnerCore::AddGrpo(Segment* seg) {
@@ -224,8 +289,8 @@ void LearnerCore::TrainMicroBatch() {
     if (lag_hist_.size() <= bucket) lag_hist_.resize(bucket + 1, 0);
     ++lag_hist_[bucket];
   }
-  if (options_.algorithm != "grpo" && options_.normalize_advantages && B > 1) {
-    adv = (adv - adv.mean()) / (adv.std() + 1e-8);
+  if (options_.algorithm != "grpo" && options_.normalize_advantages) {
+    adv = (adv - adv_mean_) / (std::sqrt(adv_var_) + 1e-8);
   }
   EvalResult e = policy_->Evaluate(in, tokens);
   PpoLossInput li;

@@ -60,8 +60,13 @@ struct LearnerOptions {
   int64_t max_policy_lag = 1;  // older samples are dropped
   int grpo_group_size = 4;
   double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 1.0;
-  bool normalize_advantages = true;  // PPO: per micro-batch
-  int64_t critic_warmup_steps = 0;   // PPO: value loss only for these steps
+  double value_lr = 1e-3;  // the value head's learning rate
+  // PPO: advantages scaled by running moments over about one global batch
+  // of arrived samples (a micro-batch alone is too small: with sparse
+  // rewards it often holds no reward at all, and normalising it would turn
+  // value noise into a full-size gradient).
+  bool normalize_advantages = true;
+  int64_t critic_warmup_steps = 0;  // PPO: value loss only for these steps
 };
 
 struct LearnerStepStats {
@@ -95,6 +100,7 @@ class LearnerCore {
 
   uint64_t version() const { return version_; }
   TinyVLA& net() { return net_; }
+  int64_t global_units() const { return options_.global_units; }
   int64_t ready_samples() const { return static_cast<int64_t>(ready_.size()); }
   int64_t dropped_samples() const { return dropped_samples_; }
   int64_t skipped_steps() const { return skipped_steps_; }
@@ -117,7 +123,9 @@ class LearnerCore {
     bool unit_end;  // completes one unit of the global batch
   };
   void AddPpo(const std::vector<Segment*>& segs);
+  void UpdateAdvantageMoments(const std::vector<Segment*>& segs);
   void AddGrpo(Segment* seg);
+  void DropGroupMember(Segment* seg);
   PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
 
   TinyVLA net_;
@@ -129,6 +137,8 @@ class LearnerCore {
   std::deque<SampleRef> ready_;
   std::vector<Segment*> consumed_;
   std::map<uint64_t, std::vector<Segment*>> groups_;  // GRPO
+  // GRPO groups that lost a member to the lag bound -> members seen so far.
+  std::map<uint64_t, int> poisoned_groups_;
   int64_t units_trained_ = 0;  // in the current global batch
   int64_t samples_trained_ = 0;
   int64_t dropped_samples_ = 0, skipped_steps_ = 0;
@@ -139,6 +149,9 @@ class LearnerCore {
       sum_kl_, sum_is_, min_is_, max_is_;
   double lag_sum_ = 0, lag_min_ = 0, lag_max_ = 0;
   int64_t ready_unit_count_ = 0;
+  // Running advantage moments (PPO normalisation), updated as segments arrive.
+  bool adv_moments_set_ = false;
+  double adv_mean_ = 0, adv_var_ = 1;
   std::vector<int64_t> lag_hist_;
 };
 

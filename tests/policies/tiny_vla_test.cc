@@ -195,11 +195,12 @@ TEST(Checkpoint, MalformedCheckpointsNameTheProblem) {
   // Weights that miss a parameter.
   std::vector<std::pair<std::string, at::Tensor>> partial;
   for (const auto& p : net->named_parameters()) {
-    if (p.key() != "value_head.bias") partial.emplace_back(p.key(), p.value());
+    if (p.key() != "value_head.2.bias")
+      partial.emplace_back(p.key(), p.value());
   }
   ASSERT_TRUE(WriteSafetensors(dir + "/model.safetensors", partial).ok());
   EXPECT_EQ(LoadCheckpoint(dir).status().message(),
-            dir + "/model.safetensors: parameter value_head.bias missing");
+            dir + "/model.safetensors: parameter value_head.2.bias missing");
   std::ofstream(dir + "/model.json") << "{\"format\": \"something else\"}";
   EXPECT_EQ(LoadCheckpoint(dir).status().message(),
             dir + "/model.json: format is not rl-vla3/tinyvla/v1");

@@ -70,6 +70,26 @@ Overlaps Count(const std::vector<StageInterval>& timeline) {
   return o;
 }
 
+TEST(Engine, SuccessByStartVersionBucketsEpisodesByTheirFirstPolicy) {
+  std::vector<Engine::EpisodeRecord> eps = {{0, 10, true}, {1, 20, false},
+                                            {2, 30, true}, {3, 40, true},
+                                            {5, 50, true}, {5, 60, false}};
+  const std::vector<SuccessBucket> b = SuccessByStartVersion(eps, 2);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].version_lo, 0u);
+  EXPECT_EQ(b[0].version_hi, 2u);
+  EXPECT_EQ(b[1].version_lo, 3u);
+  EXPECT_EQ(b[1].version_hi, 5u);
+  EXPECT_EQ(b[0].episodes, 3);
+  EXPECT_EQ(b[0].successes, 2);
+  EXPECT_EQ(b[1].episodes, 3);
+  EXPECT_EQ(b[1].successes, 2);
+  EXPECT_DOUBLE_EQ(b[0].mean_start_frame, 20.0);
+  // More buckets than versions: one per version.
+  EXPECT_EQ(SuccessByStartVersion({{0, 0, true}}, 4).size(), 1u);
+  EXPECT_TRUE(SuccessByStartVersion({}, 4).empty());
+}
+
 TEST(Engine, SyncModeNoEnvStepsWhileTheLearnerTrains) {
   const Config c = SmallConfig("sync");
   absl::StatusOr<std::unique_ptr<Engine>> e = Engine::Create(c, SmallParts(c));

@@ -4,9 +4,12 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
+
+#include "policies/tiny_vla_policy.h"
 
 namespace rlvla3 {
 namespace {
@@ -170,6 +173,75 @@ TEST_F(LearnerTest, GrpoWaitsForTheWholeGroup) {
   while (l.CanTrain()) l.TrainMicroBatch();
   ASSERT_TRUE(l.ReadyToStep());
   EXPECT_EQ(l.Step().samples, 5);
+}
+
+TEST_F(LearnerTest, GrpoGroupLosingAMemberToTheLagBoundIsDroppedWhole) {
+  options_.algorithm = "grpo";
+  options_.grpo_group_size = 3;
+  options_.global_units = 3;
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/5);
+  auto episode = [&](int i, uint64_t version, uint64_t group) {
+    Fill(segs_[i].get(), 2, version, i);
+    segs_[i]->group = group;
+    segs_[i]->episode_end = true;
+    segs_[i]->episode_return = static_cast<float>(i % 2);
+    return segs_[i].get();
+  };
+  l.Add({episode(0, 5, 7)});
+  EXPECT_EQ(l.waiting_episodes(), 1);
+  l.Add({episode(1, 3, 7)});  // lag 2 > 1: the group has no baseline now
+  EXPECT_EQ(l.waiting_episodes(), 0);
+  EXPECT_EQ(l.dropped_samples(), 4);
+  EXPECT_EQ(l.TakeConsumed().size(), 2u);
+  l.Add({episode(2, 5, 7)});  // the group's last, fresh episode goes too
+  EXPECT_EQ(l.dropped_samples(), 6);
+  EXPECT_EQ(l.ready_samples(), 0);
+  EXPECT_EQ(l.waiting_episodes(), 0);
+  EXPECT_EQ(l.TakeConsumed().size(), 1u);
+  l.Add({episode(3, 5, 8)});  // other groups are unaffected
+  EXPECT_EQ(l.waiting_episodes(), 1);
+  EXPECT_EQ(l.dropped_samples(), 6);
+}
+
+// The sign of the whole update path: after one step, the actions of the
+// successful episode are more likely and those of the failed one less.
+TEST_F(LearnerTest, StepMakesPositiveAdvantageActionsMoreLikely) {
+  options_.algorithm = "grpo";
+  options_.grpo_group_size = 2;
+  options_.global_units = 2;
+  options_.lr = 1e-3;
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, 0);
+  for (int i = 0; i < 2; ++i) {
+    Fill(segs_[i].get(), 3, 0, i);
+    segs_[i]->group = 1;
+    segs_[i]->episode_end = true;
+    segs_[i]->episode_return = i == 0 ? 1.0f : 0.0f;
+  }
+  // Per chunk step log-probs [3, K] of segment i's taken actions.
+  auto log_probs = [&](int i) {
+    torch::NoGradGuard no_grad;
+    Segment* s = segs_[i].get();
+    std::vector<Segment*> segs(3, s);
+    std::vector<int> slots = {0, 1, 2};
+    at::Tensor tokens;
+    PolicyInput in = GatherFromSegments(segs, slots, text_, lens_, &tokens);
+    TinyVLAPolicy policy(l.net(), /*version=*/0);
+    return policy.Evaluate(in, tokens).log_probs.contiguous();
+  };
+  auto log_prob = [&](int i) { return log_probs(i).sum().item<double>(); };
+  // Behaviour log-probs are the current policy's: IS weights of one.
+  for (int i = 0; i < 2; ++i) {
+    const at::Tensor lp = log_probs(i);
+    std::memcpy(segs_[i]->log_probs.data(), lp.data_ptr<float>(),
+                sizeof(float) * lp.numel());
+  }
+  const double good0 = log_prob(0), bad0 = log_prob(1);
+  l.Add({segs_[0].get(), segs_[1].get()});
+  while (l.CanTrain()) l.TrainMicroBatch();
+  ASSERT_TRUE(l.ReadyToStep());
+  ASSERT_FALSE(l.Step().skipped);
+  EXPECT_GT(log_prob(0), good0);
+  EXPECT_LT(log_prob(1), bad0);
 }
 
 }  // namespace
