@@ -127,6 +127,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
             "comma-separated task names (or task files), or all");
   s->Int("sft.demos_per_task", &c->sft.demos_per_task, {1, 100000},
          "successful expert episodes per task");
+  s->Real("sft.demo_noise", &c->sft.demo_noise, {0.0, false, 1.0, false},
+          "std of the noise added to the expert's executed arm action (DART: "
+          "the demos show recoveries; labels stay clean)");
   s->Int("sft.epochs", &c->sft.epochs, {1, 100000},
          "passes over the demonstrations");
   s->Int("sft.batch_size", &c->sft.batch_size, {1, 65536},
@@ -136,6 +139,8 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "AdamW weight decay");
   s->Real("sft.time_budget_s", &c->sft.time_budget_s, {0.0, true, 1e7, false},
           "training stops after this many seconds");
+  s->Int("sft.augment_shift_px", &c->sft.augment_shift_px, {0, 32},
+         "random shift of each training image, in pixels (0: off)");
   s->Real("sft.label_sigma_bins", &c->sft.label_sigma_bins,
           {0.0, false, 64.0, false},
           "soft targets: Gaussian width over neighbouring bins (0 = one-hot)");

@@ -115,11 +115,14 @@ struct PolicyConfig {
 struct SftConfig {
   std::string tasks = "all";    // comma-separated task names, or "all"
   int64_t demos_per_task = 20;  // successful expert episodes collected per task
-  int64_t epochs = 10;          // passes over the demonstrations
+  double demo_noise = 0.0;  // std of Gaussian noise on the executed arm action
+                            // (DART); labels stay the expert's clean action
+  int64_t epochs = 10;      // passes over the demonstrations
   int64_t batch_size = 64;
   double lr = 3e-4;  // AdamW learning rate
   double weight_decay = 0.01;
-  double time_budget_s = 1500;  // training stops early when over this
+  double time_budget_s = 1500;   // training stops early when over this
+  int64_t augment_shift_px = 0;  // random image shift (DrQ) in pixels; 0: off
   double label_sigma_bins =
       2.0;  // soft BC targets: Gaussian width in bins (0 = one-hot)
   int64_t eval_episodes = 10;  // per task, initial states 0..n-1

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -18,6 +19,7 @@
 #include "envs/task_file.h"
 #include "policies/action_tokenizer.h"
 #include "policies/checkpoint.h"
+#include "policies/image_augment.h"
 #include "policies/tiny_vla_policy.h"
 #include "services/config_bridge.h"
 
@@ -105,6 +107,15 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
     if (!e.ok()) return e.status();
     experts.push_back(*e);
   }
+  // DART (Laskey et al. 2017): the env executes a noisy copy of the expert's
+  // action while the demo records the clean one, so the demos visit the
+  // states a slightly-off policy reaches and show how to recover from them.
+  // The gripper command (last dimension) is never perturbed.
+  std::vector<std::mt19937_64> noise_rng;
+  for (int i = 0; i < po.num_envs; ++i)
+    noise_rng.emplace_back(static_cast<uint64_t>(c.run.seed) + i);
+  std::normal_distribution<float> unit_normal(0.0f, 1.0f);
+  const float noise_std = static_cast<float>(c.sft.demo_noise);
   std::vector<int> have(static_cast<size_t>(n_tasks), 0);
   const ActionTokenizer act_tok;
   auto done = [&] {
@@ -160,6 +171,11 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
                           s.obs->proprio + kProprioDim);
         ep.actions.insert(ep.actions.end(), a, a + kActionDim);
         ++ep.steps;
+        if (c.sft.demo_noise > 0) {
+          std::mt19937_64& rng = noise_rng[static_cast<size_t>(id)];
+          for (int j = 0; j + 1 < kActionDim; ++j)
+            a[j] = std::clamp(a[j] + noise_std * unit_normal(rng), -1.0f, 1.0f);
+        }
       }
       send.push_back(id);
       actions.insert(actions.end(), a, a + kActionDim);
@@ -312,14 +328,17 @@ absl::StatusOr<SftResult> RunSft(
   double loss_ema = 0;
   auto last_report = Clock::now();
   bool over_budget = false;
+  std::mt19937_64 augment_rng(static_cast<uint64_t>(c.run.seed));
   net->train();
   for (int64_t epoch = 0; epoch < c.sft.epochs && !over_budget; ++epoch) {
     at::Tensor perm = torch::randperm(N, torch::kLong);
     for (int64_t s = 0; s < steps_per_epoch; ++s) {
       at::Tensor idx = perm.narrow(0, s * B, B);
       PolicyInput in;
-      in.agentview = all_a.index_select(0, idx);
-      in.wrist = all_w.index_select(0, idx);
+      in.agentview = RandomShift(all_a.index_select(0, idx),
+                                 c.sft.augment_shift_px, &augment_rng);
+      in.wrist = RandomShift(all_w.index_select(0, idx), c.sft.augment_shift_px,
+                             &augment_rng);
       in.proprio = all_p.index_select(0, idx);
       at::Tensor task = all_t.index_select(0, idx);
       in.text = text.index_select(0, task);

@@ -820,17 +820,20 @@ std::vector<SuccessBucket> SuccessByStartVersion(
     const std::vector<Engine::EpisodeRecord>& episodes, int buckets) {
   std::vector<SuccessBucket> out;
   if (episodes.empty() || buckets < 1) return out;
-  uint64_t max_v = 0;
-  for (const auto& e : episodes) max_v = std::max(max_v, e.start_version);
-  const uint64_t span = max_v + 1;
+  uint64_t min_v = episodes.front().start_version, max_v = min_v;
+  for (const auto& e : episodes) {
+    min_v = std::min(min_v, e.start_version);
+    max_v = std::max(max_v, e.start_version);
+  }
+  const uint64_t span = max_v - min_v + 1;
   const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(buckets), span);
   out.resize(n);
   for (uint64_t b = 0; b < n; ++b) {
-    out[b].version_lo = b * span / n;
-    out[b].version_hi = (b + 1) * span / n - 1;
+    out[b].version_lo = min_v + b * span / n;
+    out[b].version_hi = min_v + (b + 1) * span / n - 1;
   }
   for (const auto& e : episodes) {
-    SuccessBucket& b = out[e.start_version * n / span];
+    SuccessBucket& b = out[(e.start_version - min_v) * n / span];
     ++b.episodes;
     b.successes += e.success ? 1 : 0;
     b.mean_start_frame += static_cast<double>(e.start_frame);

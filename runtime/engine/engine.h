@@ -140,7 +140,7 @@ class Engine {
 };
 
 // Success rate of the episodes grouped by the policy version that started
-// them, in `buckets` equal version ranges over [0, max start version]
+// them, in `buckets` equal version ranges over [min, max start version]
 // (fewer when there are fewer versions). The learning curve without the
 // early-run bias toward short (successful) episodes.
 struct SuccessBucket {

@@ -49,6 +49,25 @@ TEST(Sft, CollectsSuccessfulExpertDemonstrationsWithChunkedTokens) {
   EXPECT_GT(per_task[1], 0);
 }
 
+TEST(Sft, DartNoiseChangesTheVisitedStatesDeterministically) {
+  Config c = SmallConfig();
+  c.sft.tasks = "lift_the_red_cube";
+  c.env.num_envs = 1;
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  absl::StatusOr<DemoSet> clean = CollectDemonstrations(c, *tasks);
+  c.sft.demo_noise = 0.3;
+  absl::StatusOr<DemoSet> noisy = CollectDemonstrations(c, *tasks);
+  absl::StatusOr<DemoSet> again = CollectDemonstrations(c, *tasks);
+  ASSERT_TRUE(clean.ok() && noisy.ok() && again.ok());
+  // Same seed, same noise: the same demos, and still successful ones.
+  EXPECT_EQ(noisy->episodes, 2);
+  EXPECT_EQ(noisy->proprio, again->proprio);
+  EXPECT_EQ(noisy->action_tokens, again->action_tokens);
+  // The perturbed arm reaches other states than the clean expert's.
+  EXPECT_NE(noisy->proprio, clean->proprio);
+}
+
 TEST(Sft, UnknownTaskIsAnError) {
   Config c = SmallConfig();
   c.sft.tasks = "juggle";

@@ -85,6 +85,13 @@ TEST(Engine, SuccessByStartVersionBucketsEpisodesByTheirFirstPolicy) {
   EXPECT_EQ(b[1].episodes, 3);
   EXPECT_EQ(b[1].successes, 2);
   EXPECT_DOUBLE_EQ(b[0].mean_start_frame, 20.0);
+  // Versions continue from a checkpoint's: the ranges start at the lowest.
+  const std::vector<SuccessBucket> late =
+      SuccessByStartVersion({{800, 0, true}, {803, 0, false}}, 2);
+  ASSERT_EQ(late.size(), 2u);
+  EXPECT_EQ(late[0].version_lo, 800u);
+  EXPECT_EQ(late[1].version_hi, 803u);
+  EXPECT_EQ(late[1].successes, 0);
   // More buckets than versions: one per version.
   EXPECT_EQ(SuccessByStartVersion({{0, 0, true}}, 4).size(), 1u);
   EXPECT_TRUE(SuccessByStartVersion({}, 4).empty());
