@@ -178,6 +178,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "value loss weight");
   s->Real("rl.entropy_coef", &c->rl.entropy_coef, {0.0, false, 10.0, false},
           "entropy bonus weight");
+  s->Real("rl.negative_advantage_weight", &c->rl.negative_advantage_weight,
+          {0.0, false, 1.0, false},
+          "scale of negative advantages in the policy loss (1: plain PPO; 0: "
+          "self-imitation of better-than-expected decisions only)");
   s->Int("rl.critic_warmup_steps", &c->rl.critic_warmup_steps, {0, 1000000},
          "optimizer steps that train only the value head (PPO)");
   s->Bool(

@@ -149,6 +149,7 @@ struct RlConfig {
   double is_cap = 2.0;        // behaviour importance weight truncation
   double value_coef = 0.5;    // value loss weight (PPO)
   double entropy_coef = 0.0;  // entropy bonus weight
+  double negative_advantage_weight = 1.0;  // scale of negative advantages
   int64_t critic_warmup_steps = 0;   // first steps train the value head only
   bool normalize_advantages = true;  // PPO: by running moments
   int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner

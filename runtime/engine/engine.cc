@@ -613,6 +613,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   lo.loss.is_cap = config.rl.is_cap;
   lo.loss.value_coef = config.rl.value_coef;
   lo.loss.entropy_coef = config.rl.entropy_coef;
+  lo.loss.negative_advantage_weight = config.rl.negative_advantage_weight;
   lo.value_lr = config.rl.value_lr;
   lo.gamma = config.rl.gamma;
   lo.gae_lambda = config.rl.gae_lambda;

@@ -8,7 +8,10 @@ PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
   PpoLossTerms t;
   const at::Tensor prox = in.prox_log_probs.detach();
   const at::Tensor behav = in.behav_log_probs.detach();
-  const at::Tensor adv = in.advantages.detach();
+  at::Tensor adv = in.advantages.detach();
+  if (o.negative_advantage_weight != 1.0) {
+    adv = torch::where(adv < 0, adv * o.negative_advantage_weight, adv);
+  }
   const at::Tensor w = in.weights.detach();
   const at::Tensor ratio = torch::exp(in.log_probs - prox);
   const at::Tensor clipped_ratio =

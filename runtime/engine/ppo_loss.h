@@ -5,7 +5,12 @@
 //   weight = min(pi_prox(a|s) / pi_behav(a|s), is_cap)  (truncated IS)
 //   L_pi   = -weight * min(ratio * A, clip(ratio) * A)
 // where pi_behav produced the sample (possibly several versions old) and
-// pi_prox is the learner's policy before the current optimizer step. Plus a
+// pi_prox is the learner's policy before the current optimizer step. Negative
+// advantages can be scaled down (negative_advantage_weight < 1): pushing a
+// sampled action token down moves its probability onto all other bins of a
+// 256-bin head and widens the distribution, while pushing a good one up
+// sharpens it; at 0 the objective imitates the policy's own better-than-
+// expected decisions only (self-imitation, Oh et al. 2018). Plus a
 // value loss (PPO; none for GRPO) and an entropy bonus. Each sample has a loss
 // weight (1 / samples in the global batch), so micro-batch gradients add up to
 // the global-batch mean.
@@ -26,6 +31,7 @@ struct PpoLossOptions {
   double is_cap = 2.0;
   double value_coef = 0.5;  // 0: no value loss (GRPO)
   double entropy_coef = 0.0;
+  double negative_advantage_weight = 1.0;  // scale of A < 0 (1: plain PPO)
 };
 
 // Per-sample float32 [B] tensors; log_probs, values and entropy carry autograd.

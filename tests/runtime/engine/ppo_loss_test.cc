@@ -74,6 +74,25 @@ TEST(PpoLoss, BehaviourImportanceWeightIsTruncated) {
               std::exp(-0.7f), 1e-5);
 }
 
+TEST(PpoLoss, NegativeAdvantagesAreScaledByTheirWeight) {
+  PpoLossOptions o = NoValue();
+  o.negative_advantage_weight = 0.25;
+  // ratio 1, A = -2: the loss is -(1 * -2 * 0.25) = 0.5, gradient 0.5.
+  PpoLossInput neg = Input(0.0f, 0.0f, 0.0f, -2.0f);
+  PpoLossTerms tn = DecoupledPpoLoss(neg, o);
+  EXPECT_NEAR(tn.loss.item<float>(), 0.5f, 1e-6);
+  tn.loss.backward();
+  EXPECT_NEAR(neg.log_probs.grad().item<float>(), 0.5f, 1e-6);
+  // Positive advantages are untouched.
+  PpoLossInput pos = Input(0.0f, 0.0f, 0.0f, 2.0f);
+  EXPECT_NEAR(DecoupledPpoLoss(pos, o).loss.item<float>(), -2.0f, 1e-6);
+  // At 0 a worse-than-expected decision gives no policy gradient.
+  o.negative_advantage_weight = 0.0;
+  PpoLossInput none = Input(0.3f, 0.0f, 0.0f, -1.0f);
+  DecoupledPpoLoss(none, o).loss.backward();
+  EXPECT_EQ(none.log_probs.grad().item<float>(), 0.0f);
+}
+
 TEST(PpoLoss, ValueAndEntropyTermsAndWeights) {
   PpoLossInput in = Input(0.0f, 0.0f, 0.0f, 0.0f);
   in.values = torch::tensor({1.0f}).requires_grad_(true);
