@@ -150,6 +150,8 @@ void TinyVLAImpl::reset() {
   act_token_ = register_parameter("act_token", torch::randn({d}) * kInitStd);
   type_embed_ =
       register_parameter("type_embed", torch::randn({kTypes, d}) * kInitStd);
+  action_log_scale_ =
+      register_parameter("action_log_scale", torch::zeros({o.action_dim()}));
 }
 
 at::Tensor TinyVLAImpl::ImageTokens(const PolicyInput& in) {
@@ -219,7 +221,8 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
   readout = final_ln_(readout);
   TinyVLAOutput out;
   out.logits =
-      action_head_(readout).view({B, o.chunk(), o.action_dim(), o.bins()});
+      action_head_(readout).view({B, o.chunk(), o.action_dim(), o.bins()}) *
+      action_log_scale_.exp().view({1, 1, o.action_dim(), 1});
   out.values =
       value_head_->forward(o.value_detach() ? readout.detach() : readout)
           .squeeze(-1);

@@ -62,7 +62,9 @@ struct TinyVLAOptions {
 };
 
 struct TinyVLAOutput {
-  at::Tensor logits;  // float32 [B, K, action_dim, bins]
+  // float32 [B, K, action_dim, bins], scaled per action dimension by
+  // exp(action_log_scale).
+  at::Tensor logits;
   at::Tensor values;  // float32 [B]
 };
 
@@ -117,6 +119,11 @@ class TinyVLAImpl : public torch::nn::Cloneable<TinyVLAImpl> {
   torch::nn::LayerNorm final_ln_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};
   at::Tensor image_pos_, text_pos_, act_token_, type_embed_;
+  // log of a per-dimension inverse temperature of the action logits (0 at
+  // init): the categorical analogue of a Gaussian policy's learned log-std,
+  // so RL can sharpen (or widen) each action dimension's distribution in one
+  // parameter.
+  at::Tensor action_log_scale_;
 };
 TORCH_MODULE(TinyVLA);
 

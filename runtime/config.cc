@@ -166,6 +166,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "gradient norm clip (0: off)");
   s->Real("rl.value_lr", &c->rl.value_lr, {0.0, true, 1.0, false},
           "AdamW learning rate of the value head (PPO)");
+  s->Real("rl.action_scale_lr", &c->rl.action_scale_lr,
+          {0.0, false, 1.0, false},
+          "AdamW learning rate of the per-dimension action log-temperatures "
+          "(0: frozen)");
   s->Real("rl.gamma", &c->rl.gamma, {0.0, false, 1.0, false},
           "discount per decision");
   s->Real("rl.gae_lambda", &c->rl.gae_lambda, {0.0, false, 1.0, false},

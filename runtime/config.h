@@ -141,6 +141,7 @@ struct RlConfig {
                                   // num_envs episodes (GRPO)
   double lr = 1e-4;               // AdamW learning rate
   double value_lr = 1e-3;         // AdamW learning rate of the value head
+  double action_scale_lr = 1e-2;  // ... of the action log-temperatures
   double weight_decay = 0.0;
   double max_grad_norm = 1.0;  // gradient clipping (0: off)
   double gamma = 0.99;         // discount per decision

@@ -615,6 +615,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   lo.loss.entropy_coef = config.rl.entropy_coef;
   lo.loss.negative_advantage_weight = config.rl.negative_advantage_weight;
   lo.value_lr = config.rl.value_lr;
+  lo.action_scale_lr = config.rl.action_scale_lr;
   lo.gamma = config.rl.gamma;
   lo.gae_lambda = config.rl.gae_lambda;
   lo.micro_batch = static_cast<int>(config.rl.micro_batch);

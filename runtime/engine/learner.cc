@@ -23,12 +23,20 @@ LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
       version_(version) {
   policy_ = std::make_unique<TinyVLAPolicy>(net_, version_);
   net_->train();
-  // Two parameter groups: the value head (fit from scratch after SFT, on
-  // stopped-gradient features) learns at its own, larger rate.
-  std::vector<at::Tensor> policy_params, value_params;
+  // Three parameter groups, each at its own rate: the value head (fit from
+  // scratch after SFT, on stopped-gradient features), the action heads'
+  // log-temperatures (one scalar per action dimension: like a Gaussian
+  // policy's log-std, it needs a far larger step than the weights to move
+  // within a run) and everything else.
+  std::vector<at::Tensor> policy_params, value_params, scale_params;
   for (const auto& p : net_->named_parameters()) {
-    (absl::StartsWith(p.key(), "value_head.") ? value_params : policy_params)
-        .push_back(p.value());
+    if (absl::StartsWith(p.key(), "value_head.")) {
+      value_params.push_back(p.value());
+    } else if (p.key() == "action_log_scale") {
+      scale_params.push_back(p.value());
+    } else {
+      policy_params.push_back(p.value());
+    }
   }
   const auto group_options = [&](double lr) {
     return std::make_unique<torch::optim::AdamWOptions>(
@@ -37,6 +45,12 @@ LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(policy_params, group_options(options_.lr));
   groups.emplace_back(value_params, group_options(options_.value_lr));
+  if (!scale_params.empty()) {
+    groups.emplace_back(scale_params,
+                        std::make_unique<torch::optim::AdamWOptions>(
+                            torch::optim::AdamWOptions(options_.action_scale_lr)
+                                .weight_decay(0)));
+  }
   optimizer_ = std::make_unique<torch::optim::AdamW>(
       groups, torch::optim::AdamWOptions(options_.lr)
                   .weight_decay(options_.weight_decay));

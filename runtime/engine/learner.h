@@ -60,7 +60,8 @@ struct LearnerOptions {
   int64_t max_policy_lag = 1;  // older samples are dropped
   int grpo_group_size = 4;
   double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 1.0;
-  double value_lr = 1e-3;  // the value head's learning rate
+  double value_lr = 1e-3;         // the value head's learning rate
+  double action_scale_lr = 1e-2;  // the action log-temperatures' rate
   // PPO: advantages scaled by running moments over about one global batch
   // of arrived samples (a micro-batch alone is too small: with sparse
   // rewards it often holds no reward at all, and normalising it would turn

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -55,6 +56,27 @@ TEST(TinyVLA, PackedAndPaddedForwardPassesAgree) {
   wider.text = torch::cat({in.text, torch::zeros({4, 3}, torch::kLong)}, 1);
   EXPECT_TRUE(torch::allclose(net->forward(wider, false).logits, padded.logits,
                               1e-4, 1e-5));
+}
+
+TEST(TinyVLA, ActionLogScaleIsAPerDimensionInverseTemperature) {
+  torch::manual_seed(2);
+  TinyVLA net(SmallOptions());
+  net->eval();
+  PolicyInput in = MakeInput({4, 2}, 16);
+  const at::Tensor base = net->forward(in, false).logits.detach();
+  at::Tensor scale;
+  for (const auto& p : net->named_parameters()) {
+    if (p.key() == "action_log_scale") scale = p.value();
+  }
+  ASSERT_TRUE(scale.defined());
+  ASSERT_EQ(scale.numel(), 7);
+  {
+    torch::NoGradGuard no_grad;
+    scale[2].fill_(std::log(2.0));
+  }
+  const at::Tensor scaled = net->forward(in, false).logits.detach();
+  EXPECT_TRUE(torch::allclose(scaled.select(2, 2), 2 * base.select(2, 2)));
+  EXPECT_TRUE(torch::equal(scaled.select(2, 0), base.select(2, 0)));
 }
 
 TEST(TinyVLAPolicy, ActLogProbsEqualEvaluateLogProbs) {

@@ -108,6 +108,43 @@ TEST_F(LearnerTest, OneOptimizerStepPerGlobalBatchWithCarryOver) {
   EXPECT_EQ(l.TakeConsumed().size(), 2u);
 }
 
+TEST_F(LearnerTest, ActionLogScaleLearnsAtItsOwnRate) {
+  options_.lr = 1e-9;
+  options_.action_scale_lr = 0.05;
+  TinyVLA net(SmallNet());
+  {
+    // Non-zero logits, as after SFT (at init they are ~0 and scaling them
+    // changes nothing).
+    torch::NoGradGuard no_grad;
+    for (const auto& p : net->named_parameters()) {
+      if (p.key().rfind("action_head.", 0) == 0) p.value().normal_(0, 0.5);
+    }
+  }
+  LearnerCore l(net, text_, lens_, options_, /*version=*/0);
+  at::Tensor scale, stem;
+  for (const auto& p : l.net()->named_parameters()) {
+    if (p.key() == "action_log_scale") scale = p.value();
+    if (p.key() == "stem_agentview_1.weight") stem = p.value();
+  }
+  ASSERT_TRUE(scale.defined() && stem.defined());
+  const at::Tensor scale0 = scale.detach().clone(),
+                   stem0 = stem.detach().clone();
+  for (int i = 0; i < 2; ++i) {
+    Fill(segs_[i].get(), 4, 0, i);
+    // Behaviour log-probs far below the learner's: IS weights at their cap,
+    // not ~0.
+    for (auto& lp : segs_[i]->log_probs) lp = -1e3f;
+  }
+  l.Add({segs_[0].get(), segs_[1].get()});
+  while (l.CanTrain()) l.TrainMicroBatch();
+  ASSERT_FALSE(l.Step().skipped);
+  // Adam's first step moves each parameter by about its group's lr.
+  const double moved = (scale - scale0).abs().max().item<double>();
+  EXPECT_GT(moved, 0.01);
+  EXPECT_LT(moved, 0.06);
+  EXPECT_LT((stem - stem0).abs().max().item<double>(), 1e-8);
+}
+
 TEST_F(LearnerTest, SamplesOverTheLagBoundAreDropped) {
   LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/10);
   Fill(segs_[0].get(), 4, /*version=*/9, 0);  // lag 1: kept
