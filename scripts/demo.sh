@@ -33,5 +33,6 @@ echo
 echo "== demo summary"
 grep -E "^self-check" "$OUT/selfcheck.txt"
 grep -E "^mean success" "$OUT/sft.txt" | sed 's/^/SFT warm start (greedy eval): /'
-grep -E "run: |^learner:|^policy lag|^rolling success" "$OUT/train.txt" | sed 's/^/RL: /'
+grep -E "run: |^learner:|^policy lag|^rolling success|^success by start" "$OUT/train.txt" |
+  sed 's/^/RL (sampled actions): /'
 echo "report: $OUT/train/report.html (open it in a browser)"
