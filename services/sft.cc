@@ -171,7 +171,7 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
                           s.obs->proprio + kProprioDim);
         ep.actions.insert(ep.actions.end(), a, a + kActionDim);
         ++ep.steps;
-        if (c.sft.demo_noise > 0) {
+        if (noise_std > 0) {
           std::mt19937_64& rng = noise_rng[static_cast<size_t>(id)];
           for (int j = 0; j + 1 < kActionDim; ++j)
             a[j] = std::clamp(a[j] + noise_std * unit_normal(rng), -1.0f, 1.0f);

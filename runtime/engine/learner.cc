@@ -38,18 +38,19 @@ LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
       policy_params.push_back(p.value());
     }
   }
-  const auto group_options = [&](double lr) {
+  const auto group_options = [](double lr, double weight_decay) {
     return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(lr).weight_decay(options_.weight_decay));
+        torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(policy_params, group_options(options_.lr));
-  groups.emplace_back(value_params, group_options(options_.value_lr));
+  groups.emplace_back(policy_params,
+                      group_options(options_.lr, options_.weight_decay));
+  groups.emplace_back(value_params,
+                      group_options(options_.value_lr, options_.weight_decay));
+  // A temperature has no scale to decay towards: no weight decay.
   if (!scale_params.empty()) {
     groups.emplace_back(scale_params,
-                        std::make_unique<torch::optim::AdamWOptions>(
-                            torch::optim::AdamWOptions(options_.action_scale_lr)
-                                .weight_decay(0)));
+                        group_options(options_.action_scale_lr, 0.0));
   }
   optimizer_ = std::make_unique<torch::optim::AdamW>(
       groups, torch::optim::AdamWOptions(options_.lr)

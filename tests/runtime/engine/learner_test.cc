@@ -44,7 +44,9 @@ void Fill(Segment* s, int n, uint64_t version, uint32_t seed) {
   for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
   for (auto& p : s->proprio) p = static_cast<float>(rng() % 100) / 100.0f;
   for (auto& t : s->tokens) t = static_cast<uint8_t>(rng());
-  for (auto& l : s->log_probs) l = -10.0f;
+  // Far below any learner log-prob, so the behaviour IS weight sits at its cap
+  // (at -10 against ~-38 per step it would be ~e^-28: no policy gradient).
+  for (auto& l : s->log_probs) l = -1e3f;
   for (int t = 0; t < n; ++t) {
     s->values[t] = 0.0f;
     s->rewards[t] = (t == n - 1) ? 1.0f : 0.0f;
@@ -129,12 +131,8 @@ TEST_F(LearnerTest, ActionLogScaleLearnsAtItsOwnRate) {
   ASSERT_TRUE(scale.defined() && stem.defined());
   const at::Tensor scale0 = scale.detach().clone(),
                    stem0 = stem.detach().clone();
-  for (int i = 0; i < 2; ++i) {
-    Fill(segs_[i].get(), 4, 0, i);
-    // Behaviour log-probs far below the learner's: IS weights at their cap,
-    // not ~0.
-    for (auto& lp : segs_[i]->log_probs) lp = -1e3f;
-  }
+  Fill(segs_[0].get(), 4, 0, 0);
+  Fill(segs_[1].get(), 4, 0, 1);
   l.Add({segs_[0].get(), segs_[1].get()});
   while (l.CanTrain()) l.TrainMicroBatch();
   ASSERT_FALSE(l.Step().skipped);
