@@ -49,6 +49,7 @@ constexpr char kUsage[] =
     "                 scripted-expert success rate per task\n"
     "  sft            behaviour cloning of TinyVLA from the scripted experts\n"
     "  eval           --checkpoint DIR [--episodes N] [--task NAME]...\n"
+    "                 [--actions greedy|sampled]\n"
     "                 a checkpoint's success rate per task\n"
     "  train          [--mode sync|async] [--init-checkpoint DIR]\n"
     "                 RL post-training: env pool, inference actors, learner\n"
@@ -311,6 +312,14 @@ int VerbEval(const CommonFlags& f) {
   }
   auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
   if (!episodes) return kExitUsage;
+  const std::string actions = f.Get("--actions", "greedy");
+  if (actions != "greedy" && actions != "sampled") {
+    std::fprintf(
+        stderr, "rl-vla3: eval --actions must be greedy or sampled, got '%s'\n",
+        actions.c_str());
+    return kExitUsage;
+  }
+  const bool sampled = actions == "sampled";
   absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(path);
   if (!ck.ok()) {
     spdlog::error("eval: {}", ck.status().ToString());
@@ -330,18 +339,18 @@ int VerbEval(const CommonFlags& f) {
   TinyVLAPolicy policy(ck->net, ck->version);
   const auto start = absl::Now();
   absl::StatusOr<std::vector<TaskSuccess>> r =
-      EvaluatePolicy(policy, ck->tokenizer, cfg, *tasks, *episodes);
+      EvaluatePolicy(policy, ck->tokenizer, cfg, *tasks, *episodes, sampled);
   if (!r.ok()) {
     spdlog::error("eval: {}", r.status().ToString());
     return kExitFailure;
   }
   std::printf("%s", FormatTaskSuccess(*r).c_str());
   std::printf(
-      "checkpoint %s (policy version %llu), %d episodes per task from initial "
-      "states "
-      "0..%d, %.0f s\n",
-      path.c_str(), static_cast<unsigned long long>(ck->version), *episodes,
-      *episodes - 1, absl::ToDoubleSeconds(absl::Now() - start));
+      "checkpoint %s (policy version %llu), %s actions, %d episodes per task "
+      "from initial states 0..%d, %.0f s\n",
+      path.c_str(), static_cast<unsigned long long>(ck->version),
+      sampled ? "sampled" : "greedy", *episodes, *episodes - 1,
+      absl::ToDoubleSeconds(absl::Now() - start));
   return kExitOk;
 }
 
@@ -443,7 +452,8 @@ int RunCli(const std::vector<std::string>& args) {
     return flags ? VerbSft(*flags) : kExitUsage;
   }
   if (verb == "eval") {
-    auto flags = ParseFlags(args, 1, {"--checkpoint", "--episodes", "--task"});
+    auto flags = ParseFlags(
+        args, 1, {"--checkpoint", "--episodes", "--task", "--actions"});
     return flags ? VerbEval(*flags) : kExitUsage;
   }
   if (verb == "train") {

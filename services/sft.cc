@@ -187,7 +187,8 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
 
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     Policy& policy, const TextTokenizer& tokenizer, const Config& c,
-    const std::vector<TaskSpec>& tasks, int episodes) {
+    const std::vector<TaskSpec>& tasks, int episodes, bool sampled) {
+  if (sampled) torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   ConfigureSoftwareRasterizer(static_cast<int>(c.threads.lp_num_threads));
   absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
   if (!gl.ok()) return gl.status();
@@ -236,7 +237,7 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     if (active.empty()) break;
     PolicyInput in = InputFromObservations(obs, task_of, text, lens,
                                            opts.image_width, opts.image_height);
-    ActResult r = policy.Act(in, /*greedy=*/true);
+    ActResult r = policy.Act(in, /*greedy=*/!sampled);
     const at::Tensor acts = r.actions.contiguous();
     const float* a = acts.data_ptr<float>();
     const int64_t K = acts.size(1);
@@ -399,7 +400,8 @@ absl::StatusOr<SftResult> RunSft(
     progress(absl::StrFormat("sft: evaluating %d episodes per task",
                              c.sft.eval_episodes));
     absl::StatusOr<std::vector<TaskSuccess>> ev = EvaluatePolicy(
-        policy, tok, c, *tasks, static_cast<int>(c.sft.eval_episodes));
+        policy, tok, c, *tasks, static_cast<int>(c.sft.eval_episodes),
+        /*sampled=*/false);
     if (!ev.ok()) return ev.status();
     result.eval = *ev;
     result.eval_s = Since(t0);

@@ -4,8 +4,8 @@
 // CollectDemonstrations runs the scripted experts through the env pool and
 // keeps successful episodes; TrainBehaviourCloning fits TinyVLA to the experts'
 // action tokens (cross-entropy over 256 bins per dimension, K-step chunks);
-// EvaluatePolicy runs a policy greedily from the seeded initial states and
-// reports success per task.
+// EvaluatePolicy runs a policy (greedy or sampled) from the seeded initial
+// states and reports success per task.
 //
 // Example:
 //   absl::StatusOr<DemoSet> demos = CollectDemonstrations(config, tasks);
@@ -67,10 +67,12 @@ absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c);
 absl::StatusOr<DemoSet> CollectDemonstrations(
     const Config& c, const std::vector<TaskSpec>& tasks);
 
-// Greedy rollouts of `policy` from initial states 0..episodes-1 of each task.
+// Rollouts of `policy` from initial states 0..episodes-1 of each task: greedy
+// (most likely token per dimension) or sampled, as RL rollouts act (torch's
+// generator seeded with run.seed, so a sampled evaluation repeats).
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     Policy& policy, const TextTokenizer& tokenizer, const Config& c,
-    const std::vector<TaskSpec>& tasks, int episodes);
+    const std::vector<TaskSpec>& tasks, int episodes, bool sampled);
 
 // Collect, train, evaluate, checkpoint. `progress` gets a one-line status.
 absl::StatusOr<SftResult> RunSft(

@@ -86,6 +86,11 @@ TEST(Cli, RenderWritesBothCamerasAndRejectsBadFlags) {
   EXPECT_EQ(RunCli("render --task juggle").exit_code, 2);
   EXPECT_EQ(RunCli("eval").exit_code, 2);
   EXPECT_EQ(RunCli("eval --checkpoint /nonexistent").exit_code, 2);
+  Result bad_actions = RunCli("eval --checkpoint /nonexistent --actions best");
+  EXPECT_EQ(bad_actions.exit_code, 2);
+  EXPECT_NE(bad_actions.output.find("--actions must be greedy or sampled"),
+            std::string::npos)
+      << bad_actions.output;
 }
 
 TEST(Cli, TrainRejectsBadRlConfig) {
