@@ -170,6 +170,8 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
     }
   };
   g_engine.store(&e);
+  // A signal that came during start-up, before there was an engine to stop.
+  if (g_interrupted.load()) e.Stop();
   absl::Status s = e.Run(hooks);
   g_engine.store(nullptr);
   progress.Finish();

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -103,59 +105,129 @@ TEST(Cli, TrainRejectsBadRlConfig) {
       2);
 }
 
-// SIGINT drains every stage, writes the final checkpoint and exits 0.
-TEST(Cli, TrainStopsCleanlyOnSigint) {
-  const std::string out = testing::TempDir() + "/sigint_runs";
-  const std::string log = testing::TempDir() + "/sigint.log";
+// Starts `rl-vla3 train` with `sets` (key=value) in a child process whose
+// stdout and stderr go to `log`.
+pid_t SpawnTrain(const std::vector<std::string>& sets, const std::string& log) {
+  std::vector<std::string> args = {RLVLA3_BINARY, "train"};
+  for (const std::string& kv : sets) {
+    args.push_back("--set");
+    args.push_back(kv);
+  }
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     FILE* f = freopen(log.c_str(), "w", stdout);
     (void)f;
     dup2(fileno(stdout), fileno(stderr));
-    execl(RLVLA3_BINARY, RLVLA3_BINARY, "train", "--set",
-          "env.tasks=lift_the_red_cube", "--set", "env.num_envs=4", "--set",
-          "env.image_width=32", "--set", "env.image_height=32", "--set",
-          "rl.duration_s=600", "--set", "rl.rollout_len=4", "--set",
-          "metrics.progress=plain", "--set", "metrics.interval_s=0.5", "--set",
-          ("run.out_dir=" + out).c_str(), "--set", "run.name=sigint",
-          static_cast<char*>(nullptr));
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(RLVLA3_BINARY, argv.data());
     _exit(127);
   }
-  // Wait until the engine reports progress, then interrupt it.
-  bool running = false;
-  for (int i = 0; i < 600 && !running; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    std::ifstream in(log);
-    std::string text((std::istreambuf_iterator<char>(in)),
+  return pid;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)),
                      std::istreambuf_iterator<char>());
-    running = text.find("frames/s") != std::string::npos;
+}
+
+// Polls `log` every `poll` until it contains `text`; false after 60 s.
+bool WaitForText(const std::string& log, const std::string& text,
+                 std::chrono::milliseconds poll) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ReadAll(log).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(poll);
   }
-  ASSERT_TRUE(running);
+  return false;
+}
+
+// Waits up to 30 s for `pid`; kills it after that. The exit status, or
+// nullopt when it had to be killed.
+std::optional<int> WaitExit(pid_t pid) {
   const auto t0 = std::chrono::steady_clock::now();
-  kill(pid, SIGINT);
   int status = 0;
   pid_t done = 0;
   while ((done = waitpid(pid, &status, WNOHANG)) == 0 &&
          std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (done == 0) kill(pid, SIGKILL);
-  ASSERT_EQ(done, pid) << "train did not exit within 30 s of SIGINT";
+  if (done != pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return std::nullopt;
+  }
+  return status;
+}
+
+std::vector<std::string> SmallTrain(const std::string& out,
+                                    const std::string& name) {
+  return {"env.tasks=lift_the_red_cube", "env.num_envs=4",
+          "env.image_width=32",          "env.image_height=32",
+          "rl.duration_s=600",           "rl.rollout_len=4",
+          "metrics.progress=plain",      "metrics.interval_s=0.5",
+          "run.out_dir=" + out,          "run.name=" + name};
+}
+
+// SIGINT drains every stage, writes the final checkpoint and exits 0.
+TEST(Cli, TrainStopsCleanlyOnSigint) {
+  const std::string out = testing::TempDir() + "/sigint_runs";
+  const std::string log = testing::TempDir() + "/sigint.log";
+  const pid_t pid = SpawnTrain(SmallTrain(out, "sigint"), log);
+  ASSERT_GE(pid, 0);
+  // Wait until the engine reports progress, then interrupt it.
+  ASSERT_TRUE(WaitForText(log, "frames/s", std::chrono::milliseconds(100)));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGINT);
+  const std::optional<int> status = WaitExit(pid);
   const double stop_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
-  std::ifstream in(log);
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  ASSERT_TRUE(WIFEXITED(status)) << text;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << text;
+  const std::string text = ReadAll(log);
+  ASSERT_TRUE(status.has_value()) << "train did not exit within 30 s of SIGINT";
+  ASSERT_TRUE(WIFEXITED(*status)) << text;
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << text;
   EXPECT_LT(stop_s, 10.0) << text;
   EXPECT_NE(text.find("(interrupted)"), std::string::npos) << text;
   std::ifstream ckpt(out + "/sigint/checkpoints/final/model.safetensors");
   EXPECT_TRUE(ckpt.good());
   std::ifstream report(out + "/sigint/report.html");
   EXPECT_TRUE(report.good());
+}
+
+// A SIGINT while train is still starting (loading its init checkpoint,
+// building the env pool) is not lost: the run stops as soon as it starts.
+TEST(Cli, SigintDuringStartUpStillStopsTheRun) {
+  const std::string out = testing::TempDir() + "/startup_runs";
+  const std::string log = testing::TempDir() + "/startup.log";
+  std::vector<std::string> first = SmallTrain(out, "first");
+  first.push_back("rl.max_steps=1");
+  const pid_t seed_run = SpawnTrain(first, log);
+  ASSERT_GE(seed_run, 0);
+  const std::optional<int> seeded = WaitExit(seed_run);
+  ASSERT_TRUE(seeded.has_value() && WIFEXITED(*seeded) &&
+              WEXITSTATUS(*seeded) == 0)
+      << ReadAll(log);
+
+  std::vector<std::string> second = SmallTrain(out, "second");
+  second.push_back("rl.init_checkpoint=" + out + "/first/checkpoints/final");
+  const pid_t pid = SpawnTrain(second, log);
+  ASSERT_GE(pid, 0);
+  // The line comes from loading the checkpoint, before the engine exists.
+  ASSERT_TRUE(
+      WaitForText(log, "train: starting from", std::chrono::milliseconds(2)));
+  kill(pid, SIGINT);
+  const std::optional<int> status = WaitExit(pid);
+  const std::string text = ReadAll(log);
+  ASSERT_TRUE(status.has_value())
+      << "a SIGINT during start-up was lost: still running after 30 s\n"
+      << text;
+  ASSERT_TRUE(WIFEXITED(*status)) << text;
+  EXPECT_EQ(WEXITSTATUS(*status), 0) << text;
+  EXPECT_NE(text.find("(interrupted)"), std::string::npos) << text;
 }
 
 }  // namespace
