@@ -191,6 +191,20 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Bool(
       "rl.normalize_advantages", &c->rl.normalize_advantages,
       "PPO: normalise advantages by running moments (about one global batch)");
+  s->Real("rl.target_kl", &c->rl.target_kl, {0.0, false, 10.0, false},
+          "adaptive learning rate: KL(before || after) per decision that one "
+          "optimizer step aims at (0: fixed rl.lr)");
+  s->Real("rl.lr_min", &c->rl.lr_min, {0.0, true, 1.0, false},
+          "lower bound of the adaptive learning rate");
+  s->Real("rl.lr_max", &c->rl.lr_max, {0.0, true, 1.0, false},
+          "upper bound of the adaptive learning rate");
+  s->Real("rl.lr_adapt_factor", &c->rl.lr_adapt_factor,
+          {1.0, true, 100.0, false},
+          "the adaptive learning rate's multiplicative step");
+  s->Real("rl.init_action_temperature", &c->rl.init_action_temperature,
+          {0.0, false, 100.0, false},
+          "sampling temperature every action dimension starts RL with "
+          "(replaces the checkpoint's learned ones; 0: keep them)");
   s->Int("rl.max_policy_lag", &c->rl.max_policy_lag, {0, 1000},
          "versions rollout may run ahead of the learner");
   s->Int("rl.execute_steps", &c->rl.execute_steps, {1, 64},

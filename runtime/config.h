@@ -153,6 +153,12 @@ struct RlConfig {
   double negative_advantage_weight = 1.0;  // scale of negative advantages
   int64_t critic_warmup_steps = 0;   // first steps train the value head only
   bool normalize_advantages = true;  // PPO: by running moments
+  double target_kl = 0.0;  // adaptive lr: KL per decision per step (0: off)
+  double lr_min = 1e-7, lr_max = 1e-3;  // bounds of the adaptive lr
+  double lr_adapt_factor = 1.5;         // its multiplicative step
+  // > 0: RL starts with every action dimension at this sampling temperature
+  // (replacing the init checkpoint's learned ones); 0 keeps them.
+  double init_action_temperature = 0.0;
   int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner
   int64_t execute_steps = 4;    // chunk steps executed per decision
   int64_t grpo_group_size = 4;  // G episodes per initial state (GRPO)

@@ -85,11 +85,10 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
   const int64_t L = copy->options().max_text_len();
   at::Tensor text = torch::randint(2, 8, {1, L}, torch::kLong);
   at::Tensor lens = torch::full({1}, L, torch::kLong);
-  LearnerOptions lo;
-  lo.micro_batch = static_cast<int>(c.rl.micro_batch);
+  LearnerOptions lo = LearnerOptionsFromConfig(c.rl);
+  lo.algorithm = "ppo";  // synthetic segments: no GRPO groups
   lo.global_units = c.env.num_envs * c.rl.rollout_len;
   lo.max_policy_lag = 1000000;
-  lo.lr = c.rl.lr;
   LearnerCore learner(TinyVLA(copy), text, lens, lo, 0);
   SegmentShape shape;
   shape.width = static_cast<int>(c.env.image_width);

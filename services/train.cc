@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -72,6 +73,13 @@ absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
     p.tokenizer = TextTokenizer::Build(instructions);
     torch::manual_seed(static_cast<uint64_t>(c.run.seed));
     p.net = TinyVLA(TinyVLAOptionsFromConfig(c, p.tokenizer.size()));
+  }
+  if (c.rl.init_action_temperature > 0) {
+    torch::NoGradGuard no_grad;
+    p.net->named_parameters()["action_log_scale"].fill_(
+        -std::log(c.rl.init_action_temperature));
+    spdlog::info("train: sampling temperature {} on every action dimension",
+                 c.rl.init_action_temperature);
   }
   return p;
 }

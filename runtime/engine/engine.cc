@@ -104,6 +104,8 @@ struct Engine::Impl {
   Gauge* parked = nullptr;
   Gauge* clip_fraction = nullptr;
   Gauge* approx_kl = nullptr;
+  Gauge* step_kl = nullptr;        // KL of the step itself (target_kl > 0)
+  Gauge* learning_rate = nullptr;  // the weights' rate after the step
   Gauge* is_min = nullptr;
   Gauge* is_mean = nullptr;
   Gauge* is_max = nullptr;
@@ -493,6 +495,8 @@ struct Engine::Impl {
         lag_max->Set(st.lag_max);
         clip_fraction->Set(st.clip_fraction);
         approx_kl->Set(st.approx_kl);
+        step_kl->Set(st.step_kl);
+        learning_rate->Set(st.lr);
         is_min->Set(st.is_weight_min);
         is_mean->Set(st.is_weight_mean);
         is_max->Set(st.is_weight_max);
@@ -607,26 +611,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   m.gate = std::make_unique<AdmissionGate>(m.num_envs, quota, lag);
 
   // Learner.
-  LearnerOptions lo;
-  lo.algorithm = config.rl.algorithm;
-  lo.loss.clip_eps = config.rl.clip_eps;
-  lo.loss.is_cap = config.rl.is_cap;
-  lo.loss.value_coef = config.rl.value_coef;
-  lo.loss.entropy_coef = config.rl.entropy_coef;
-  lo.loss.negative_advantage_weight = config.rl.negative_advantage_weight;
-  lo.value_lr = config.rl.value_lr;
-  lo.action_scale_lr = config.rl.action_scale_lr;
-  lo.gamma = config.rl.gamma;
-  lo.gae_lambda = config.rl.gae_lambda;
-  lo.micro_batch = static_cast<int>(config.rl.micro_batch);
+  LearnerOptions lo = LearnerOptionsFromConfig(config.rl);
   lo.global_units = m.num_envs * quota;
   lo.max_policy_lag = lag;
   lo.grpo_group_size = m.group_size;
-  lo.lr = config.rl.lr;
-  lo.weight_decay = config.rl.weight_decay;
-  lo.max_grad_norm = config.rl.max_grad_norm;
-  lo.critic_warmup_steps = config.rl.critic_warmup_steps;
-  lo.normalize_advantages = config.rl.normalize_advantages;
   m.learner = std::make_unique<LearnerCore>(parts.net, m.text, m.text_len, lo,
                                             parts.version);
   m.weights.Publish(m.learner->MakeSnapshot(), parts.version);
@@ -652,6 +640,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   m.parked = &r.gauge("envs_parked");
   m.clip_fraction = &r.gauge("clip_fraction");
   m.approx_kl = &r.gauge("approx_kl");
+  m.step_kl = &r.gauge("step_kl");
+  m.learning_rate = &r.gauge("lr");
   m.is_min = &r.gauge("is_weight_min");
   m.is_mean = &r.gauge("is_weight_mean");
   m.is_max = &r.gauge("is_weight_max");

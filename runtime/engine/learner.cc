@@ -14,13 +14,39 @@
 
 namespace rlvla3 {
 
+LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
+  LearnerOptions lo;
+  lo.algorithm = rl.algorithm;
+  lo.loss.clip_eps = rl.clip_eps;
+  lo.loss.is_cap = rl.is_cap;
+  lo.loss.value_coef = rl.value_coef;
+  lo.loss.entropy_coef = rl.entropy_coef;
+  lo.loss.negative_advantage_weight = rl.negative_advantage_weight;
+  lo.gamma = rl.gamma;
+  lo.gae_lambda = rl.gae_lambda;
+  lo.micro_batch = static_cast<int>(rl.micro_batch);
+  lo.lr = rl.lr;
+  lo.weight_decay = rl.weight_decay;
+  lo.max_grad_norm = rl.max_grad_norm;
+  lo.value_lr = rl.value_lr;
+  lo.action_scale_lr = rl.action_scale_lr;
+  lo.normalize_advantages = rl.normalize_advantages;
+  lo.critic_warmup_steps = rl.critic_warmup_steps;
+  lo.target_kl = rl.target_kl;
+  lo.lr_min = rl.lr_min;
+  lo.lr_max = rl.lr_max;
+  lo.lr_adapt_factor = rl.lr_adapt_factor;
+  return lo;
+}
+
 LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
                          const LearnerOptions& options, uint64_t version)
     : net_(std::move(net)),
       text_(std::move(text)),
       text_len_(std::move(text_len)),
       options_(options),
-      version_(version) {
+      version_(version),
+      lr_(options.lr) {
   policy_ = std::make_unique<TinyVLAPolicy>(net_, version_);
   net_->train();
   // Three parameter groups, each at its own rate: the value head (fit from
@@ -333,6 +359,12 @@ void LearnerCore::TrainMicroBatch() {
   auto acc = [](at::Tensor& into, const at::Tensor& v) {
     into = into.defined() ? into + v : v;
   };
+  if (options_.target_kl > 0) {
+    kl_in_ = in;
+    kl_tokens_ = tokens;
+    kl_mask_ = mask;
+    kl_log_probs_ = li.log_probs.detach();
+  }
   acc(sum_loss_, loss.detach());
   acc(sum_policy_, terms.policy_loss);
   acc(sum_value_, terms.value_loss);
@@ -401,7 +433,16 @@ LearnerStepStats LearnerCore::Step() {
     optimizer_->step();
     ++version_;
     ++steps_taken_;
+    if (options_.target_kl > 0 && kl_log_probs_.defined()) {
+      st.step_kl = MeasureStepKl();
+      // The critic warm-up moves only the value head: nothing to adapt to.
+      if (steps_taken_ > options_.critic_warmup_steps)
+        AdaptLearningRate(st.step_kl);
+    }
   }
+  st.lr = lr_;
+  kl_in_ = PolicyInput();
+  kl_tokens_ = kl_mask_ = kl_log_probs_ = at::Tensor();
   optimizer_->zero_grad();
   st.version = version_;
   units_trained_ = 0;
@@ -410,6 +451,28 @@ LearnerStepStats LearnerCore::Step() {
   sum_loss_ = sum_policy_ = sum_value_ = sum_entropy_ = sum_clipped_ = sum_kl_ =
       sum_is_ = min_is_ = max_is_ = at::Tensor();
   return st;
+}
+
+double LearnerCore::MeasureStepKl() {
+  torch::NoGradGuard no_grad;
+  EvalResult e = policy_->Evaluate(kl_in_, kl_tokens_);
+  // k3 estimator of KL(before || after) on actions drawn from (about) the
+  // policy before the step: r - 1 - log r >= 0, r = p_after / p_before.
+  const at::Tensor log_r = (e.log_probs * kl_mask_).sum(1) - kl_log_probs_;
+  return ((log_r.exp() - 1) - log_r).mean().item<double>();
+}
+
+void LearnerCore::AdaptLearningRate(double step_kl) {
+  if (!std::isfinite(step_kl)) return;
+  if (step_kl > 2 * options_.target_kl) {
+    lr_ = std::max(options_.lr_min, lr_ / options_.lr_adapt_factor);
+  } else if (step_kl < options_.target_kl / 2) {
+    lr_ = std::min(options_.lr_max, lr_ * options_.lr_adapt_factor);
+  }
+  // Group 0 holds the weights (value head and temperatures keep their rates).
+  static_cast<torch::optim::AdamWOptions&>(
+      optimizer_->param_groups()[0].options())
+      .lr(lr_);
 }
 
 std::vector<Segment*> LearnerCore::TakeConsumed() {

@@ -33,6 +33,7 @@
 #include "absl/types/span.h"
 #include "policies/policy.h"
 #include "policies/tiny_vla.h"
+#include "runtime/config.h"
 #include "runtime/engine/ppo_loss.h"
 #include "runtime/engine/trajectory.h"
 
@@ -68,7 +69,18 @@ struct LearnerOptions {
   // value noise into a full-size gradient).
   bool normalize_advantages = true;
   int64_t critic_warmup_steps = 0;  // PPO: value loss only for these steps
+  // Adaptive step size (as rsl_rl's PPO): after each optimizer step the
+  // policy change is measured as KL(before || after) per decision on the last
+  // micro-batch; the weights' rate is divided by `lr_adapt_factor` when that
+  // KL exceeds 2 x target_kl and multiplied by it below target_kl / 2,
+  // within [lr_min, lr_max]. 0 keeps `lr` fixed.
+  double target_kl = 0.0;
+  double lr_min = 1e-7, lr_max = 1e-3, lr_adapt_factor = 1.5;
 };
+
+// The learner's options from the rl.* keys. The caller sets what depends on
+// the engine's shape: global_units, max_policy_lag, grpo_group_size.
+LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl);
 
 struct LearnerStepStats {
   uint64_t version = 0;  // after the step
@@ -78,6 +90,9 @@ struct LearnerStepStats {
   double clip_fraction = 0, approx_kl = 0, grad_norm = 0;
   double is_weight_min = 0, is_weight_mean = 0, is_weight_max = 0;
   double lag_min = 0, lag_mean = 0, lag_max = 0;
+  // KL(before || after) of this step per decision (target_kl > 0 only) and
+  // the weights' learning rate for the next step.
+  double step_kl = 0, lr = 0;
 };
 
 class LearnerCore {
@@ -128,6 +143,10 @@ class LearnerCore {
   void AddGrpo(Segment* seg);
   void DropGroupMember(Segment* seg);
   PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
+  // KL(before || after) of the step just taken, per decision of the last
+  // micro-batch, and the learning-rate adaptation it drives.
+  double MeasureStepKl();
+  void AdaptLearningRate(double step_kl);
 
   TinyVLA net_;
   std::unique_ptr<Policy> policy_;  // Evaluate over net_
@@ -145,6 +164,10 @@ class LearnerCore {
   int64_t dropped_samples_ = 0, skipped_steps_ = 0;
   double loss_scale_ = 1.0;
   int64_t steps_taken_ = 0;  // optimizer steps in this learner's life
+  double lr_;                // the weights' current learning rate
+  // The last micro-batch, to measure the step's KL (target_kl > 0 only).
+  PolicyInput kl_in_;
+  at::Tensor kl_tokens_, kl_mask_, kl_log_probs_;
   // Per global batch, kept as tensors (read once, at Step).
   at::Tensor sum_loss_, sum_policy_, sum_value_, sum_entropy_, sum_clipped_,
       sum_kl_, sum_is_, min_is_, max_is_;

@@ -143,6 +143,72 @@ TEST_F(LearnerTest, ActionLogScaleLearnsAtItsOwnRate) {
   EXPECT_LT((stem - stem0).abs().max().item<double>(), 1e-8);
 }
 
+// One global batch on `l` from segments a and b (filled with `seed` and
+// seed + 1 at behaviour version `version`).
+LearnerStepStats TrainOneStep(LearnerCore& l, Segment* a, Segment* b,
+                              uint64_t version, uint32_t seed) {
+  Fill(a, 4, version, seed);
+  Fill(b, 4, version, seed + 1);
+  l.Add({a, b});
+  while (l.CanTrain()) l.TrainMicroBatch();
+  EXPECT_TRUE(l.ReadyToStep());
+  LearnerStepStats st = l.Step();
+  l.TakeConsumed();
+  return st;
+}
+
+TEST_F(LearnerTest, AdaptiveLearningRateFollowsTheStepKl) {
+  // Off: the rate stays, no KL is measured.
+  {
+    LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, 0);
+    LearnerStepStats st = TrainOneStep(l, segs_[0].get(), segs_[1].get(), 0, 0);
+    EXPECT_DOUBLE_EQ(st.lr, options_.lr);
+    EXPECT_EQ(st.step_kl, 0.0);
+  }
+  // A step far over its KL target cuts the rate, and the cut rate is the one
+  // the optimizer uses: the next step barely moves the weights.
+  {
+    LearnerOptions o = options_;
+    o.target_kl = 1e-12;
+    o.lr_adapt_factor = 1e6;
+    o.lr_min = 1e-12;
+    LearnerCore l(TinyVLA(SmallNet()), text_, lens_, o, 0);
+    LearnerStepStats st = TrainOneStep(l, segs_[0].get(), segs_[1].get(), 0, 0);
+    EXPECT_GT(st.step_kl, 2e-12);
+    EXPECT_NEAR(st.lr, 1e-8, 1e-12);
+    const std::vector<at::Tensor> before = Weights(l);
+    st = TrainOneStep(l, segs_[2].get(), segs_[3].get(), 1, 2);
+    ASSERT_FALSE(st.skipped);
+    const std::vector<at::Tensor> after = Weights(l);
+    double moved = 0;
+    for (size_t i = 0; i < before.size(); ++i) {
+      moved =
+          std::max(moved, (after[i] - before[i]).abs().max().item<double>());
+    }
+    // The value head keeps its own rate (value_lr): measure the rest.
+    double policy_moved = 0;
+    size_t i = 0;
+    for (const auto& p : l.net()->named_parameters()) {
+      if (p.key().rfind("value_head.", 0) != 0 && p.key() != "action_log_scale")
+        policy_moved = std::max(
+            policy_moved, (after[i] - before[i]).abs().max().item<double>());
+      ++i;
+    }
+    EXPECT_GT(moved, 0.0);
+    EXPECT_LT(policy_moved, 1e-6);
+  }
+  // A step far under its target raises the rate, up to lr_max.
+  {
+    LearnerOptions o = options_;
+    o.target_kl = 1e3;
+    o.lr_max = 1.2e-2;
+    LearnerCore l(TinyVLA(SmallNet()), text_, lens_, o, 0);
+    LearnerStepStats st = TrainOneStep(l, segs_[0].get(), segs_[1].get(), 0, 0);
+    EXPECT_GT(st.step_kl, 0.0);
+    EXPECT_DOUBLE_EQ(st.lr, 1.2e-2);
+  }
+}
+
 TEST_F(LearnerTest, SamplesOverTheLagBoundAreDropped) {
   LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/10);
   Fill(segs_[0].get(), 4, /*version=*/9, 0);  // lag 1: kept
