@@ -4,10 +4,13 @@
 # after the same number of optimizer steps (so the same number of trained
 # samples). Prints, per run, the success rate of the episodes grouped by the
 # policy version that started them (4 equal version ranges: the learning
-# curve), then the mean over seeds per mode.
+# curve), then the mean over seeds per mode, and the greedy success of the
+# SFT start and of each run's final checkpoint over the first EVAL initial
+# states (the same states for all: a paired comparison).
 #   scripts/compare_learning.sh [CONFIG] [STEPS] [SEEDS...]
 #   defaults: configs/libero_demo.yaml 160 0 1
-# Env: RLVLA3_BIN (default build/services/rl-vla3), OUT (default runs/compare).
+# Env: RLVLA3_BIN (default build/services/rl-vla3), OUT (default runs/compare),
+# EVAL (default 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIG=${1:-configs/libero_demo.yaml}
@@ -17,6 +20,7 @@ SEEDS=("$@")
 [ ${#SEEDS[@]} -eq 0 ] && SEEDS=(0 1)
 BIN=${RLVLA3_BIN:-build/services/rl-vla3}
 OUT=${OUT:-runs/compare}
+EVAL=${EVAL:-50}
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/sft/checkpoint/model.safetensors" ]; then
@@ -36,10 +40,23 @@ for mode in sync async; do
     grep -E "run: |success by start version" "$OUT/$name/summary.txt"
   done
 done
+greedy() {  # success % of checkpoint $1 over the first $EVAL initial states
+  "$BIN" eval --config "$CONFIG" --checkpoint "$1" --episodes "$EVAL" \
+    --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }'
+}
+declare -A final
+final[sft]=$(greedy "$OUT/sft/checkpoint")
+for mode in sync async; do
+  for seed in "${SEEDS[@]}"; do
+    final[${mode}_seed${seed}]=$(greedy "$OUT/${mode}_seed${seed}/checkpoints/final")
+  done
+done
 
 echo
 echo "== success by start version (4 equal version ranges, % of episodes)"
-printf "%-14s %8s %9s %9s   %s\n" run "wall s" frames/s samples "v-range 1 .. 4"
+printf "%-14s %8s %9s %9s %7s   %s\n" run "wall s" frames/s samples greedy \
+  "v-range 1 .. 4 (sampled)"
+printf "%-14s %8s %9s %9s %7s\n" sft "" "" "" "${final[sft]}"
 for mode in sync async; do
   for seed in "${SEEDS[@]}"; do
     s="$OUT/${mode}_seed${seed}/summary.txt"
@@ -48,8 +65,8 @@ for mode in sync async; do
     samples=$(grep -oE "[0-9]+ samples trained" "$s" | grep -oE "^[0-9]+")
     curve=$(grep "success by start version" "$s" | grep -oE " [0-9]+% \([0-9]+\)" |
       tr '\n' ' ')
-    printf "%-14s %8s %9s %9s  %s\n" "${mode}_seed${seed}" "$wall" "$fps" \
-      "$samples" "$curve"
+    printf "%-14s %8s %9s %9s %7s  %s\n" "${mode}_seed${seed}" "$wall" "$fps" \
+      "$samples" "${final[${mode}_seed${seed}]}" "$curve"
   done
 done
 for mode in sync async; do
