@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -191,6 +192,12 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   run.lag_histogram = e.LagHistogram();
   run.timeline = e.Timeline();
   if (options.write_outputs) {
+    std::ofstream csv(run_dir + "/episodes.csv");
+    csv << "start_version,start_frame,env,success,late\n";
+    for (const auto& ep : run.episodes) {
+      csv << ep.start_version << ',' << ep.start_frame << ',' << ep.env << ','
+          << (ep.success ? 1 : 0) << ',' << (ep.late ? 1 : 0) << '\n';
+    }
     run.checkpoint = run_dir + "/checkpoints/final";
     if (absl::Status cs = SaveCheckpoint(run.checkpoint, e.net(), e.tokenizer(),
                                          run.summary.version);
@@ -325,6 +332,8 @@ std::string FormatTrainSummary(const EngineRun& r) {
                           b.version_hi, 100 * b.rate(), b.episodes);
   }
   if (by_version.empty()) by_version = " n/a";
+  int64_t late = 0;
+  for (const auto& e : r.episodes) late += e.late ? 1 : 0;
   return absl::StrFormat(
       "%s run%s: %.0f s, %d env frames (%.0f frames/s), %d episodes, %d "
       "successes\n"
@@ -333,14 +342,14 @@ std::string FormatTrainSummary(const EngineRun& r) {
       "policy lag mean %.2f max %.0f; inference batch mean %.1f; busy env "
       "%.0f%% inference %.0f%% learner %.0f%%\n"
       "rolling success (last %d episodes): %s -> %s\n"
-      "success by start version (episodes):%s\n"
+      "success by start version (episodes):%s; %d late episodes left out\n"
       "checkpoint: %s\n",
       s.mode, r.interrupted ? " (interrupted)" : "", s.wall_s, s.env_frames,
       s.env_frames_per_s, s.episodes, s.successes, s.optimizer_steps,
       s.s_per_step, s.trained_samples, s.trained_samples_per_s, s.skipped_steps,
       s.dropped_samples, s.lag_mean, s.lag_max, s.inference_batch_mean,
       s.busy_env, s.busy_inference, s.busy_learner, r.success_window,
-      first_success, last_success, by_version,
+      first_success, last_success, by_version, late,
       r.checkpoint.empty() ? "(none)" : r.checkpoint);
 }
 

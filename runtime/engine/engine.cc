@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,8 @@ struct EnvCursor {
   bool episode_fresh = true;         // no decision of this episode inferred yet
   uint64_t episode_version = 0;      // behaviour version of its first decision
   uint64_t episode_start_frame = 0;  // env frames (all envs) when it began
+  uint64_t env_frames = 0;           // this env's own frames so far
+  uint64_t episode_start_env_frame = 0;
   int64_t submit_ns = 0;
   int task = 0;
   float actions[kMaxChunk * kActionDim] = {};
@@ -69,7 +72,8 @@ struct Engine::Impl {
   int chunk = 0;
   int execute = 0;
   int group_size = 1;
-  uint64_t base_version = 0;  // of the weights the run started from
+  uint64_t base_version = 0;        // of the weights the run started from
+  uint64_t max_episode_frames = 0;  // the longest task's step limit
   TextTokenizer tokenizer;
   at::Tensor text, text_len;
   std::unique_ptr<LearnerCore> learner;
@@ -147,11 +151,12 @@ struct Engine::Impl {
     return recent.empty() ? 0.0 : double(recent_successes) / recent.size();
   }
 
-  void EpisodeEnded(bool success, EnvCursor& c) {
+  void EpisodeEnded(int env, bool success, EnvCursor& c) {
     episodes->Add();
     if (success) successes->Add();
     absl::MutexLock lock(&mu);
-    episode_log.push_back({c.episode_version, c.episode_start_frame, success});
+    episode_log.push_back({c.episode_version, c.episode_start_frame, success,
+                           /*late=*/false, env, c.episode_start_env_frame});
     c.episode_fresh = true;
     recent.push_back(success);
     recent_successes += success;
@@ -265,6 +270,7 @@ struct Engine::Impl {
     bool ended = false;
     if (st.error.ok()) {
       frames->Add();
+      ++c.env_frames;
       s->rewards[t] += st.result.reward;
       c.episode_return += st.result.reward;
       ++c.chunk_pos;
@@ -285,7 +291,7 @@ struct Engine::Impl {
       StartDecision(env);
       return;
     }
-    EpisodeEnded(st.result.success, c);
+    EpisodeEnded(env, st.result.success, c);
     if (grpo) {
       s->episode_end = true;
       s->success = st.result.success;
@@ -367,6 +373,7 @@ struct Engine::Impl {
         c.episode_fresh = false;
         c.episode_version = r.version;
         c.episode_start_frame = frames->value();
+        c.episode_start_env_frame = c.env_frames;
       }
       std::memcpy(c.actions, actions.data_ptr<float>() + b * ka,
                   sizeof(float) * ka);
@@ -577,6 +584,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
     instructions.push_back(spec->instruction);
     max_steps = std::max(max_steps, spec->max_steps);
   }
+  m.max_episode_frames = static_cast<uint64_t>(max_steps);
   EncodeInstructionTable(instructions, m.tokenizer,
                          parts.net->options().max_text_len(), &m.text,
                          &m.text_len);
@@ -795,8 +803,17 @@ std::vector<Engine::LearningPoint> Engine::LearningCurve() const {
 }
 
 std::vector<Engine::EpisodeRecord> Engine::Episodes() const {
-  absl::MutexLock lock(&impl_->mu);
-  return impl_->episode_log;
+  std::vector<EpisodeRecord> out;
+  {
+    absl::MutexLock lock(&impl_->mu);
+    out = impl_->episode_log;
+  }
+  // The env threads have stopped once Run returned: their counts are final.
+  for (EpisodeRecord& e : out) {
+    const uint64_t last = impl_->cursors[static_cast<size_t>(e.env)].env_frames;
+    e.late = e.env_start_frame + impl_->max_episode_frames > last;
+  }
+  return out;
 }
 
 std::vector<int64_t> Engine::LagHistogram() const {
@@ -811,12 +828,13 @@ const TextTokenizer& Engine::tokenizer() const { return impl_->tokenizer; }
 std::vector<SuccessBucket> SuccessByStartVersion(
     const std::vector<Engine::EpisodeRecord>& episodes, int buckets) {
   std::vector<SuccessBucket> out;
-  if (episodes.empty() || buckets < 1) return out;
-  uint64_t min_v = episodes.front().start_version, max_v = min_v;
+  uint64_t min_v = std::numeric_limits<uint64_t>::max(), max_v = 0;
   for (const auto& e : episodes) {
+    if (e.late) continue;
     min_v = std::min(min_v, e.start_version);
     max_v = std::max(max_v, e.start_version);
   }
+  if (min_v > max_v || buckets < 1) return out;
   const uint64_t span = max_v - min_v + 1;
   const uint64_t n = std::min<uint64_t>(static_cast<uint64_t>(buckets), span);
   out.resize(n);
@@ -825,6 +843,7 @@ std::vector<SuccessBucket> SuccessByStartVersion(
     out[b].version_hi = min_v + (b + 1) * span / n - 1;
   }
   for (const auto& e : episodes) {
+    if (e.late) continue;
     SuccessBucket& b = out[(e.start_version - min_v) * n / span];
     ++b.episodes;
     b.successes += e.success ? 1 : 0;

@@ -124,6 +124,13 @@ class Engine {
     uint64_t start_version;
     uint64_t start_frame;  // env frames of the run when it started
     bool success;
+    // Started less than one maximum-length episode before its env's last
+    // frame: it finished only because it was short (a failure would still
+    // have been running), so success rates leave it out. Set by Episodes()
+    // once Run has returned.
+    bool late = false;
+    int env = 0;
+    uint64_t env_start_frame = 0;  // its env's own frames when it started
   };
   std::vector<EpisodeRecord> Episodes() const;
   // Histogram of trained samples' policy lag (index = lag).
@@ -141,8 +148,10 @@ class Engine {
 
 // Success rate of the episodes grouped by the policy version that started
 // them, in `buckets` equal version ranges over [min, max start version]
-// (fewer when there are fewer versions). The learning curve without the
-// early-run bias toward short (successful) episodes.
+// (fewer when there are fewer versions), leaving out `late` episodes. The
+// learning curve without the bias toward short (successful) episodes, early
+// in a run (only quick ones have finished) and at its end (only quick ones
+// could finish).
 struct SuccessBucket {
   uint64_t version_lo = 0, version_hi = 0;  // inclusive
   int64_t episodes = 0, successes = 0;

@@ -97,6 +97,22 @@ TEST(Engine, SuccessByStartVersionBucketsEpisodesByTheirFirstPolicy) {
   EXPECT_TRUE(SuccessByStartVersion({}, 4).empty());
 }
 
+// Episodes that started too close to the end of the run to finish unless they
+// were short (successes) would bias the last bucket upward: they are left
+// out, versions included.
+TEST(Engine, SuccessByStartVersionLeavesOutLateEpisodes) {
+  std::vector<Engine::EpisodeRecord> eps = {
+      {0, 0, false}, {1, 0, true}, {2, 0, false}, {3, 0, false}};
+  eps.push_back({3, 0, true, /*late=*/true});
+  eps.push_back({9, 0, true, /*late=*/true});
+  const std::vector<SuccessBucket> b = SuccessByStartVersion(eps, 2);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[1].version_hi, 3u);
+  EXPECT_EQ(b[1].episodes, 2);
+  EXPECT_EQ(b[1].successes, 0);
+  EXPECT_TRUE(SuccessByStartVersion({{4, 0, true, true}}, 4).empty());
+}
+
 TEST(Engine, SyncModeNoEnvStepsWhileTheLearnerTrains) {
   const Config c = SmallConfig("sync");
   absl::StatusOr<std::unique_ptr<Engine>> e = Engine::Create(c, SmallParts(c));
