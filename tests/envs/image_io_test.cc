@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_dir.h"
+
 namespace rlvla3 {
 namespace {
 
@@ -18,7 +20,8 @@ std::string Read(const std::string& path) {
 
 TEST(ImageIo, PngHasSignatureAndSize) {
   std::vector<uint8_t> rgb(8 * 4 * 3, 200);
-  const std::string path = testing::TempDir() + "/x.png";
+  const testutil::TestDir dir;
+  const std::string path = dir.File("x.png");
   ASSERT_TRUE(WritePng(path, rgb.data(), 8, 4).ok());
   const std::string b = Read(path);
   ASSERT_GT(b.size(), 24u);
@@ -32,7 +35,8 @@ TEST(ImageIo, PngHasSignatureAndSize) {
 TEST(ImageIo, GifIsWellFormed) {
   const int w = 40, h = 30;
   std::vector<uint8_t> rgb(w * h * 3);
-  const std::string path = testing::TempDir() + "/x.gif";
+  const testutil::TestDir dir;
+  const std::string path = dir.File("x.gif");
   GifWriter gif;
   ASSERT_TRUE(gif.Open(path, w, h, 5).ok());
   for (int f = 0; f < 3; ++f) {

@@ -6,12 +6,14 @@
 #include <fstream>
 
 #include "envs/manipulation_env.h"
+#include "tests/test_dir.h"
 
 namespace rlvla3 {
 namespace {
 
-std::string Write(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+std::string Write(const testutil::TestDir& dir, const std::string& name,
+                  const std::string& text) {
+  const std::string path = dir.File(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -34,35 +36,37 @@ TEST(TaskFile, ShippedExampleLoadsAndBuildsAScene) {
 }
 
 TEST(TaskFile, ErrorsNameTheFileAndTheKey) {
-  std::string p = Write("unknown.yaml", "name: x\ninstrution: y\n");
+  const testutil::TestDir dir;
+  std::string p = Write(dir, "unknown.yaml", "name: x\ninstrution: y\n");
   EXPECT_EQ(
       LoadTaskFile(p).status().message(),
       p + ": instrution: unknown key (expected one of: name, family, "
           "instruction, "
           "max_steps, objects, scene_mjcf, placements, goal, drawer_open)");
-  p = Write("obj.yaml",
+  p = Write(dir, "obj.yaml",
             "name: x\ninstruction: y\nobjects: [pink_cube]\ngoal: []\n");
   EXPECT_EQ(LoadTaskFile(p).status().message(),
             p + ": objects: \"pink_cube\": expected red_cube, green_cube, "
                 "blue_cube, yellow_cube, "
                 "bowl, plate, basket or drawer");
-  p = Write("pred.yaml",
+  p = Write(dir, "pred.yaml",
             "name: x\ninstruction: y\nobjects: [red_cube]\ngoal: [{predicate: "
             "above, a: red_cube}]\n");
   EXPECT_EQ(LoadTaskFile(p).status().message(),
             p + ": goal: predicate \"above\": expected on, in, lifted, open, "
                 "closed or near");
-  p = Write("missing.yaml", "name: x\nobjects: [red_cube]\n");
+  p = Write(dir, "missing.yaml", "name: x\nobjects: [red_cube]\n");
   EXPECT_EQ(LoadTaskFile(p).status().message(), p + ": instruction: missing");
   EXPECT_EQ(LoadTaskFile("/nonexistent/t.yaml").status().message(),
             "/nonexistent/t.yaml: cannot open file");
 }
 
 TEST(TaskFile, InvalidMjcfGivesMujocosMessageAndTheMjcfFile) {
-  const std::string mjcf =
-      Write("broken_scene.xml", "<mujoco><worldbody><body><geom type='box'/>");
+  const testutil::TestDir dir;
+  const std::string mjcf = Write(dir, "broken_scene.xml",
+                                 "<mujoco><worldbody><body><geom type='box'/>");
   const std::string p =
-      Write("uses_broken.yaml",
+      Write(dir, "uses_broken.yaml",
             "name: x\ninstruction: y\nobjects: [red_cube]\n"
             "scene_mjcf: broken_scene.xml\n"
             "goal: [{predicate: lifted, a: red_cube, value: 0.1}]\n");

@@ -9,6 +9,7 @@
 #include "policies/safetensors.h"
 #include "policies/text_tokenizer.h"
 #include "policies/tiny_vla_policy.h"
+#include "tests/test_dir.h"
 
 namespace rlvla3 {
 namespace {
@@ -138,7 +139,8 @@ TEST(TextTokenizer, DeterministicVocabularyAndEncoding) {
 }
 
 TEST(Safetensors, RoundTripIsExact) {
-  const std::string path = testing::TempDir() + "/t.safetensors";
+  const testutil::TestDir tmp;
+  const std::string path = tmp.File("t.safetensors");
   std::vector<std::pair<std::string, at::Tensor>> in = {
       {"a.weight", torch::randn({3, 4})},
       {"b", torch::randint(0, 100, {5}, torch::kLong)},
@@ -162,7 +164,8 @@ TEST(Safetensors, RoundTripIsExact) {
 }
 
 TEST(Safetensors, MalformedFilesGiveClearErrors) {
-  const std::string path = testing::TempDir() + "/bad.safetensors";
+  const testutil::TestDir tmp;
+  const std::string path = tmp.File("bad.safetensors");
   auto write = [&](const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
   };
@@ -193,7 +196,8 @@ TEST(Checkpoint, SaveLoadRoundTripIsExact) {
   torch::manual_seed(4);
   TinyVLA net(SmallOptions());
   TextTokenizer tok = TextTokenizer::Build({"lift the red cube"});
-  const std::string dir = testing::TempDir() + "/ckpt";
+  const testutil::TestDir tmp;
+  const std::string dir = tmp.File("ckpt");
   ASSERT_TRUE(SaveCheckpoint(dir, net, tok, 42).ok());
   absl::StatusOr<LoadedCheckpoint> c = LoadCheckpoint(dir);
   ASSERT_TRUE(c.ok()) << c.status();
@@ -212,7 +216,8 @@ TEST(Checkpoint, MalformedCheckpointsNameTheProblem) {
   torch::manual_seed(5);
   TinyVLA net(SmallOptions());
   TextTokenizer tok = TextTokenizer::Build({"open the drawer"});
-  const std::string dir = testing::TempDir() + "/ckpt_bad";
+  const testutil::TestDir tmp;
+  const std::string dir = tmp.File("ckpt_bad");
   ASSERT_TRUE(SaveCheckpoint(dir, net, tok, 1).ok());
   // Weights that miss a parameter.
   std::vector<std::pair<std::string, at::Tensor>> partial;

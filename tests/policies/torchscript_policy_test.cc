@@ -7,11 +7,14 @@
 
 #include <cstdlib>
 
+#include "tests/test_dir.h"
+
 namespace rlvla3 {
 namespace {
 
-std::string Export(const std::string& name, const std::string& extra) {
-  const std::string out = testing::TempDir() + "/" + name;
+std::string Export(const testutil::TestDir& dir, const std::string& name,
+                   const std::string& extra) {
+  const std::string out = dir.File(name);
   const std::string cmd = std::string(RLVLA3_PYTHON) + " " + RLVLA3_SOURCE_DIR +
                           "/scripts/export_torchscript_policy.py " + out + " " +
                           extra + " > /dev/null";
@@ -30,7 +33,8 @@ PolicyInput Input(int64_t B) {
 }
 
 TEST(TorchScriptPolicy, PythonExportedPolicyRunsThroughTheInterface) {
-  const std::string path = Export("policy.pt", "--chunk 3");
+  const testutil::TestDir dir;
+  const std::string path = Export(dir, "policy.pt", "--chunk 3");
   absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
       TorchScriptPolicy::Load(path);
   ASSERT_TRUE(p.ok()) << p.status();
@@ -48,7 +52,8 @@ TEST(TorchScriptPolicy, PythonExportedPolicyRunsThroughTheInterface) {
 }
 
 TEST(TorchScriptPolicy, MissingMethodOrFileIsAClearError) {
-  const std::string path = Export("broken.pt", "--without-evaluate");
+  const testutil::TestDir dir;
+  const std::string path = Export(dir, "broken.pt", "--without-evaluate");
   absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
       TorchScriptPolicy::Load(path);
   ASSERT_FALSE(p.ok());

@@ -6,11 +6,14 @@
 #include <fstream>
 #include <string>
 
+#include "tests/test_dir.h"
+
 namespace rlvla3 {
 namespace {
 
-std::string WriteTemp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+std::string WriteTemp(const testutil::TestDir& dir, const std::string& name,
+                      const std::string& text) {
+  const std::string path = dir.File(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -24,8 +27,9 @@ TEST(Config, DefaultsWithoutFile) {
 }
 
 TEST(Config, FileThenOverridesApplyInOrder) {
+  const testutil::TestDir dir;
   const std::string path = WriteTemp(
-      "ok.yaml",
+      dir, "ok.yaml",
       "run:\n  seed: 7\n  mode: sync\n"
       "batcher:\n  max_batch: 64\n  max_wait_ms: 0.5\n"
       "queues:\n  request:\n    capacity: 128\n    overflow: drop_oldest\n");
@@ -44,8 +48,9 @@ TEST(Config, FileThenOverridesApplyInOrder) {
 }
 
 TEST(Config, UnknownKeyNamesFileKeyAndKnownKeys) {
+  const testutil::TestDir dir;
   const std::string path =
-      WriteTemp("unknown.yaml", "batcher:\n  max_batchh: 3\n");
+      WriteTemp(dir, "unknown.yaml", "batcher:\n  max_batchh: 3\n");
   absl::StatusOr<Config> c = LoadConfig(path, {});
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(IsConfigError(c.status()));
@@ -56,7 +61,8 @@ TEST(Config, UnknownKeyNamesFileKeyAndKnownKeys) {
 }
 
 TEST(Config, UnknownSection) {
-  const std::string path = WriteTemp("section.yaml", "learnr:\n  lr: 1\n");
+  const testutil::TestDir dir;
+  const std::string path = WriteTemp(dir, "section.yaml", "learnr:\n  lr: 1\n");
   absl::StatusOr<Config> c = LoadConfig(path, {});
   ASSERT_FALSE(c.ok());
   EXPECT_NE(
@@ -66,8 +72,9 @@ TEST(Config, UnknownSection) {
 }
 
 TEST(Config, WrongTypeNamesValueAndExpectation) {
+  const testutil::TestDir dir;
   const std::string path =
-      WriteTemp("type.yaml", "batcher:\n  max_wait_ms: soon\n");
+      WriteTemp(dir, "type.yaml", "batcher:\n  max_wait_ms: soon\n");
   absl::StatusOr<Config> c = LoadConfig(path, {});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(
@@ -95,10 +102,11 @@ TEST(Config, OutOfRangeAndBadChoice) {
 }
 
 TEST(Config, BoolsIntegersAndListsAreStrict) {
+  const testutil::TestDir dir;
   EXPECT_FALSE(LoadConfig("", {"metrics.csv=maybe"}).ok());
   EXPECT_FALSE(LoadConfig("", {"batcher.max_batch=2.5"}).ok());
   const std::string path =
-      WriteTemp("list.yaml", "batcher:\n  max_batch: [1, 2]\n");
+      WriteTemp(dir, "list.yaml", "batcher:\n  max_batch: [1, 2]\n");
   absl::StatusOr<Config> c = LoadConfig(path, {});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(
@@ -108,7 +116,8 @@ TEST(Config, BoolsIntegersAndListsAreStrict) {
 }
 
 TEST(Config, SectionGivenAScalar) {
-  const std::string path = WriteTemp("scalar.yaml", "batcher: 5\n");
+  const testutil::TestDir dir;
+  const std::string path = WriteTemp(dir, "scalar.yaml", "batcher: 5\n");
   absl::StatusOr<Config> c = LoadConfig(path, {});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
@@ -116,8 +125,9 @@ TEST(Config, SectionGivenAScalar) {
 }
 
 TEST(Config, SyntaxErrorHasLineAndColumn) {
+  const testutil::TestDir dir;
   const std::string path =
-      WriteTemp("syntax.yaml", "batcher:\n  max_batch: [1, 2\n");
+      WriteTemp(dir, "syntax.yaml", "batcher:\n  max_batch: [1, 2\n");
   absl::StatusOr<Config> c = LoadConfig(path, {});
   ASSERT_FALSE(c.ok());
   EXPECT_TRUE(IsConfigError(c.status()));
@@ -150,11 +160,12 @@ TEST(Config, CrossFieldCheck) {
 }
 
 TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
+  const testutil::TestDir dir;
   absl::StatusOr<Config> a = LoadConfig(
       "", {"run.name=round trip", "batcher.max_wait_ms=0.25", "run.seed=42"});
   ASSERT_TRUE(a.ok());
   const std::string yaml = ConfigToYaml(*a);
-  const std::string path = WriteTemp("printed.yaml", yaml);
+  const std::string path = WriteTemp(dir, "printed.yaml", yaml);
   absl::StatusOr<Config> b = LoadConfig(path, {});
   ASSERT_TRUE(b.ok()) << b.status();
   EXPECT_EQ(ConfigToYaml(*b), yaml);
@@ -163,7 +174,8 @@ TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
 }
 
 TEST(Config, EmptyFileMeansDefaults) {
-  const std::string path = WriteTemp("empty.yaml", "");
+  const testutil::TestDir dir;
+  const std::string path = WriteTemp(dir, "empty.yaml", "");
   EXPECT_TRUE(LoadConfig(path, {}).ok());
 }
 

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "runtime/metrics_writer.h"
+#include "tests/test_dir.h"
 
 namespace rlvla3 {
 namespace {
@@ -81,7 +82,8 @@ TEST(MetricsWriters, JsonlAndCsv) {
   m.counter("a").Add(3);
   m.gauge("depth").Set(2.5);
   m.histogram("lat", std::vector<double>{1, 2, 4}).Observe(3);
-  const std::string dir = testing::TempDir();
+  const testutil::TestDir tmp;
+  const std::string& dir = tmp.path();
   auto jsonl = JsonlWriter::Open(dir + "/m.jsonl");
   auto csv = CsvWriter::Open(dir + "/m.csv");
   ASSERT_TRUE(jsonl.ok() && csv.ok());
@@ -102,7 +104,8 @@ TEST(MetricsWriters, JsonlAndCsv) {
 }
 
 TEST(ProgressLine, PlainModeThrottlesAndTtyRewritesInPlace) {
-  const std::string path = testing::TempDir() + "/progress.txt";
+  const testutil::TestDir dir;
+  const std::string path = dir.File("progress.txt");
   std::FILE* f = std::fopen(path.c_str(), "w");
   {
     ProgressLine p(f, ProgressLine::Mode::kAuto, absl::Hours(1));

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/test_dir.h"
+
 namespace rlvla3 {
 namespace {
 
@@ -36,7 +38,8 @@ TEST(TfEvents, FramesHaveValidCrcs) {
 }
 
 TEST(TfEvents, WritesVersionRecordThenScalars) {
-  auto w = TfEventsWriter::Open(testing::TempDir());
+  const testutil::TestDir dir;
+  auto w = TfEventsWriter::Open(dir.path());
   ASSERT_TRUE(w.ok()) << w.status();
   (*w)->Scalar("a", 1.0, 1);
   (*w)->Flush();

@@ -1,4 +1,5 @@
 // Runs the real rl-vla3 binary and checks exit codes and messages.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/test_dir.h"
 
 namespace {
 
@@ -34,7 +37,8 @@ Result RunCli(const std::string& args) {
 }
 
 TEST(Cli, BadConfigValueExits2WithOneLine) {
-  const std::string path = testing::TempDir() + "/bad.yaml";
+  const rlvla3::testutil::TestDir dir;
+  const std::string path = dir.File("bad.yaml");
   std::ofstream(path) << "batcher:\n  max_batch: -3\n";
   Result r = RunCli("config --config " + path);
   EXPECT_EQ(r.exit_code, 2);
@@ -73,7 +77,8 @@ TEST(Cli, SelfCheckRunsEndToEnd) {
 }
 
 TEST(Cli, RenderWritesBothCamerasAndRejectsBadFlags) {
-  const std::string out = testing::TempDir() + "/cli_frame.png";
+  const rlvla3::testutil::TestDir dir;
+  const std::string out = dir.File("cli_frame.png");
   Result r = RunCli("render --task open_the_drawer --init 3 --out " + out +
                     " --set env.image_width=48 --set env.image_height=48");
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -106,24 +111,29 @@ TEST(Cli, TrainRejectsBadRlConfig) {
 }
 
 // Starts `rl-vla3 train` with `sets` (key=value) in a child process whose
-// stdout and stderr go to `log`.
+// stdout and stderr go to `log` (truncated first); -1 when `log` cannot be
+// created.
 pid_t SpawnTrain(const std::vector<std::string>& sets, const std::string& log) {
   std::vector<std::string> args = {RLVLA3_BINARY, "train"};
   for (const std::string& kv : sets) {
     args.push_back("--set");
     args.push_back(kv);
   }
+  // The log is created empty here, before the child exists, so the caller's
+  // polling can only ever see what this child writes.
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return -1;
   const pid_t pid = fork();
   if (pid == 0) {
-    FILE* f = freopen(log.c_str(), "w", stdout);
-    (void)f;
-    dup2(fileno(stdout), fileno(stderr));
+    if (dup2(fd, STDOUT_FILENO) < 0 || dup2(fd, STDERR_FILENO) < 0) _exit(126);
+    close(fd);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     execv(RLVLA3_BINARY, argv.data());
     _exit(127);
   }
+  close(fd);
   return pid;
 }
 
@@ -174,8 +184,9 @@ std::vector<std::string> SmallTrain(const std::string& out,
 
 // SIGINT drains every stage, writes the final checkpoint and exits 0.
 TEST(Cli, TrainStopsCleanlyOnSigint) {
-  const std::string out = testing::TempDir() + "/sigint_runs";
-  const std::string log = testing::TempDir() + "/sigint.log";
+  const rlvla3::testutil::TestDir dir;
+  const std::string out = dir.File("runs");
+  const std::string log = dir.File("sigint.log");
   const pid_t pid = SpawnTrain(SmallTrain(out, "sigint"), log);
   ASSERT_GE(pid, 0);
   // Wait until the engine reports progress, then interrupt it.
@@ -201,8 +212,9 @@ TEST(Cli, TrainStopsCleanlyOnSigint) {
 // A SIGINT while train is still starting (loading its init checkpoint,
 // building the env pool) is not lost: the run stops as soon as it starts.
 TEST(Cli, SigintDuringStartUpStillStopsTheRun) {
-  const std::string out = testing::TempDir() + "/startup_runs";
-  const std::string log = testing::TempDir() + "/startup.log";
+  const rlvla3::testutil::TestDir dir;
+  const std::string out = dir.File("runs");
+  const std::string log = dir.File("startup.log");
   std::vector<std::string> first = SmallTrain(out, "first");
   first.push_back("rl.max_steps=1");
   const pid_t seed_run = SpawnTrain(first, log);
