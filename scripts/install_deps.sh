@@ -10,6 +10,8 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # learner / policies
   libtorch-dev libgloo-dev
+  # heap allocator linked into every executable (cmake/RlVla3Allocator.cmake)
+  libgoogle-perftools-dev
   # Debian's libtorch calls the system BLAS (libblas.so.3 alternative): OpenBLAS built
   # with OpenMP makes Linear layers ~15x faster than reference BLAS and follows
   # LibTorch's intra-op thread count.

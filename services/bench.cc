@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "policies/tiny_vla_policy.h"
+#include "runtime/allocator.h"
 #include "runtime/engine/learner.h"
 #include "runtime/engine/trajectory.h"
 #include "services/config_bridge.h"
@@ -139,6 +140,7 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   r.config_path = config_path;
   r.duration_s = duration_s;
   r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.allocator = AllocatorInUse();
   r.execute_steps = static_cast<int>(config.rl.execute_steps);
   Config c = config;
   c.rl.duration_s = duration_s;
@@ -237,13 +239,15 @@ std::string FormatBenchTable(const BenchResult& r) {
   const EngineSummary& s = r.sync.summary;
   const EngineSummary& a = r.async.summary;
   std::string out = absl::StrFormat(
-      "rl-vla3 bench: %s, %.0f s per mode, %d cores, latency model: %s\n"
+      "rl-vla3 bench: %s, %.0f s per mode, %d cores, allocator: %s, latency "
+      "model: %s\n"
       "stages alone: env %.0f frames/s (%.2f ms CPU/frame) | inference %.0f "
       "obs/s at batch %d (= %.0f frames/s) | learner %.0f samples/s (= %.0f "
       "frames/s)\n\n",
-      r.config_path, r.duration_s, r.cores, r.latency, r.alone.env_frames_per_s,
-      1e3 * r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
-      r.alone.inference_batch, r.alone.inference_obs_per_s * r.execute_steps,
+      r.config_path, r.duration_s, r.cores, r.allocator, r.latency,
+      r.alone.env_frames_per_s, 1e3 * r.alone.env_cpu_s_per_frame,
+      r.alone.inference_obs_per_s, r.alone.inference_batch,
+      r.alone.inference_obs_per_s * r.execute_steps,
       r.alone.learner_samples_per_s,
       r.alone.learner_samples_per_s * r.execute_steps);
   absl::StrAppendFormat(&out, "%-28s %12s %12s %10s\n", "", "sync", "async",
@@ -315,7 +319,8 @@ std::string BenchJson(const BenchResult& r) {
   return absl::StrFormat(
       "{\n  \"config\": \"%s\",\n  \"latency_model\": \"%s\",\n  "
       "\"duration_s\": %.1f,\n"
-      "  \"cores\": %d,\n  \"stages_alone\": {\"env_frames_per_s\": %.3f, "
+      "  \"cores\": %d,\n  \"allocator\": \"%s\",\n  \"stages_alone\": "
+      "{\"env_frames_per_s\": %.3f, "
       "\"env_cpu_s_per_frame\": %.6f, \"inference_obs_per_s\": %.3f, "
       "\"inference_batch\": %d, "
       "\"inference_cpu_s_per_frame\": %.6f, \"learner_samples_per_s\": %.3f, "
@@ -327,13 +332,14 @@ std::string BenchJson(const BenchResult& r) {
       "%.3f,\n"
       "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
       "\"advice\": \"%s\"\n}\n",
-      r.config_path, r.latency, r.duration_s, r.cores, r.alone.env_frames_per_s,
-      r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
-      r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
-      r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,
-      mode(r.sync.summary), mode(r.async.summary), r.ratio_async_over_sync,
-      r.pipeline_limit, r.stage_limit, r.core_limit, r.pipeline_efficiency,
-      r.bottleneck, r.advice);
+      r.config_path, r.latency, r.duration_s, r.cores, r.allocator,
+      r.alone.env_frames_per_s, r.alone.env_cpu_s_per_frame,
+      r.alone.inference_obs_per_s, r.alone.inference_batch,
+      r.alone.inference_cpu_s_per_frame, r.alone.learner_samples_per_s,
+      r.alone.learner_cpu_s_per_frame, mode(r.sync.summary),
+      mode(r.async.summary), r.ratio_async_over_sync, r.pipeline_limit,
+      r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
+      r.advice);
 }
 
 Report BenchReport(const BenchResult& r) {

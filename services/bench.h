@@ -36,6 +36,7 @@ struct StageAlone {
 
 struct BenchResult {
   std::string config_path, latency;
+  std::string allocator;  // AllocatorInUse(): figures depend on it
   double duration_s = 0;
   int cores = 0;
   int execute_steps = 1;
