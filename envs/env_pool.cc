@@ -83,6 +83,55 @@ struct EnvPool::Impl {
   bool closed = false;
 };
 
+// Announcing the state is the caller's part (the sweep in the worker loop).
+void EnvPool::StepEnv(Impl& im, int id) {
+  EnvSlot& slot = *im.slots[id];
+  ManipulationEnv& env = *slot.env;
+  const auto t0 = Clock::now();
+  slot.state.error = absl::OkStatus();
+  if (slot.needs_reset) {
+    if (slot.next_init >= 0) {
+      env.Reset(slot.next_init);
+      slot.next_init = -1;
+    } else {
+      env.Reset();
+    }
+    slot.needs_reset = false;
+    slot.state.result = StepResult{};
+    im.resets.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    absl::StatusOr<StepResult> r =
+        env.Step(absl::MakeConstSpan(slot.action, kActionDim));
+    if (!r.ok()) {
+      slot.state.error = r.status();
+      im.invalid.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      slot.state.result = *r;
+      im.steps.fetch_add(1, std::memory_order_relaxed);
+      if (r->done || r->truncated) slot.needs_reset = true;
+      if (r->done) im.done.fetch_add(1, std::memory_order_relaxed);
+      if (r->truncated && !r->unstable)
+        im.truncated.fetch_add(1, std::memory_order_relaxed);
+      if (r->unstable) {
+        im.unstable.fetch_add(1, std::memory_order_relaxed);
+        spdlog::warn(
+            "env {}: physics became unstable at step {}; episode "
+            "truncated",
+            id, env.step_count());
+      }
+    }
+  }
+  slot.state.step = env.step_count();
+  slot.state.episode_id = env.episode_id();
+  slot.state.init_id = env.init_id();
+  const auto t1 = Clock::now();
+  slot.state.step_ms =
+      std::chrono::duration<double, std::milli>(t1 - t0).count();
+  slot.state.step_begin_ns = t0.time_since_epoch().count();
+  slot.state.step_end_ns = t1.time_since_epoch().count();
+  im.step_ms.Observe(slot.state.step_ms);
+}
+
 EnvPool::EnvPool(const EnvPoolOptions& options)
     : options_(options), impl_(std::make_unique<Impl>(options)) {}
 
@@ -198,68 +247,43 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
           }
           init_cv.notify_all();
           if (!st.ok()) return st;
-          // Serve steps until the action queue closes.
+          // Serve steps until the action queue closes. A sweep steps every
+          // queued env (up to max_sweep) before announcing them, so their
+          // requests reach the inference batcher together.
           BoundedQueue<int>& actions = *im.action_queues[w];
           std::lognormal_distribution<double> latency(mu, std::sqrt(sigma2));
+          const size_t max_sweep =
+              static_cast<size_t>(std::max(1, o.max_sweep));
+          std::vector<int> sweep(max_sweep), ready;
+          ready.reserve(max_sweep);
           for (;;) {
-            int id = -1;
-            if (actions.Pop(id) != QueueStatus::kOk) return absl::OkStatus();
-            EnvSlot& slot = *im.slots[id];
-            ManipulationEnv& env = *slot.env;
-            const auto t0 = Clock::now();
-            slot.state.error = absl::OkStatus();
-            if (slot.needs_reset) {
-              if (slot.next_init >= 0) {
-                env.Reset(slot.next_init);
-                slot.next_init = -1;
-              } else {
-                env.Reset();
+            size_t n = 0;
+            if (actions.PopBulk(sweep.data(), max_sweep,
+                                absl::InfiniteDuration(),
+                                &n) != QueueStatus::kOk)
+              return absl::OkStatus();
+            ready.clear();
+            for (size_t k = 0; k < n; ++k) {
+              const int id = sweep[k];
+              EnvPool::StepEnv(im, id);
+              EnvSlot& slot = *im.slots[id];
+              if (!o.latency.enabled()) {
+                ready.push_back(id);
+                continue;
               }
-              slot.needs_reset = false;
-              slot.state.result = StepResult{};
-              im.resets.fetch_add(1, std::memory_order_relaxed);
-            } else {
-              absl::StatusOr<StepResult> r =
-                  env.Step(absl::MakeConstSpan(slot.action, kActionDim));
-              if (!r.ok()) {
-                slot.state.error = r.status();
-                im.invalid.fetch_add(1, std::memory_order_relaxed);
-              } else {
-                slot.state.result = *r;
-                im.steps.fetch_add(1, std::memory_order_relaxed);
-                if (r->done || r->truncated) slot.needs_reset = true;
-                if (r->done) im.done.fetch_add(1, std::memory_order_relaxed);
-                if (r->truncated && !r->unstable)
-                  im.truncated.fetch_add(1, std::memory_order_relaxed);
-                if (r->unstable) {
-                  im.unstable.fetch_add(1, std::memory_order_relaxed);
-                  spdlog::warn(
-                      "env {}: physics became unstable at step {}; episode "
-                      "truncated",
-                      id, env.step_count());
-                }
-              }
-            }
-            slot.state.step = env.step_count();
-            slot.state.episode_id = env.episode_id();
-            slot.state.init_id = env.init_id();
-            const auto t1 = Clock::now();
-            slot.state.step_ms =
-                std::chrono::duration<double, std::milli>(t1 - t0).count();
-            slot.state.step_begin_ns = t0.time_since_epoch().count();
-            slot.state.step_end_ns = t1.time_since_epoch().count();
-            im.step_ms.Observe(slot.state.step_ms);
-            if (o.latency.enabled()) {
               const auto release =
-                  t0 + std::chrono::microseconds(static_cast<int64_t>(
-                           latency(slot.latency_rng) * 1000.0));
+                  Clock::time_point(
+                      std::chrono::nanoseconds(slot.state.step_begin_ns)) +
+                  std::chrono::microseconds(
+                      static_cast<int64_t>(latency(slot.latency_rng) * 1000.0));
               {
                 std::lock_guard<std::mutex> lock(im.delay_mu);
                 im.delayed.emplace(release, id);
               }
               im.delay_cv.notify_one();
-            } else {
-              slot.pending.store(false, std::memory_order_release);
+            }
+            for (int id : ready) {
+              im.slots[id]->pending.store(false, std::memory_order_release);
               if (o.on_ready) {
                 o.on_ready(id);
               } else if (im.state_queue.Push(id) != QueueStatus::kOk) {

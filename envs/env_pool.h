@@ -61,6 +61,13 @@ struct EnvPoolOptions {
   EnvOptions env;
   LatencyModel latency;
   int lp_num_threads = 0;  // llvmpipe threads per render (0: on the worker)
+  // Envs a worker steps in one sweep before it announces their states (as
+  // EnvPool's batch_size < num_envs, or one of Sample Factory's worker
+  // splits): the announcements reach the inference batcher together, so a
+  // batch fills instead of firing with one observation. A sweep takes only
+  // the envs whose actions are already queued, never waits for more; 1
+  // announces every env as soon as its own step ends.
+  int max_sweep = 1;
   // If set, a ready env is handed to this callback (on the worker or latency
   // timer thread) instead of the state queue, and Recv is not used: the
   // engine's level-1 path. Initial states are not announced; the owner reads
@@ -133,6 +140,8 @@ class EnvPool {
  private:
   struct Impl;
   explicit EnvPool(const EnvPoolOptions& options);
+  // Steps (or resets) env `id` on its worker thread and fills its state.
+  static void StepEnv(Impl& im, int id);
   EnvPoolOptions options_;
   std::unique_ptr<Impl> impl_;
 };

@@ -76,6 +76,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "LibTorch inter-op threads");
   s->Int("threads.env_workers", &c->threads.env_workers, {1, 1024},
          "env pool worker threads");
+  s->Int("threads.env_worker_splits", &c->threads.env_worker_splits, {1, 1024},
+         "each worker's envs in this many splits: a worker steps one split "
+         "and announces it to inference as one batch while the others wait "
+         "for their actions (envs per worker = no batching)");
   s->Int("threads.inference_actors", &c->threads.inference_actors, {1, 64},
          "inference actor threads");
   s->Int("threads.lp_num_threads", &c->threads.lp_num_threads, {0, 64},
@@ -159,6 +163,11 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "x rollout_len decisions (PPO) or this x num_envs episodes (GRPO)");
   s->Int("rl.micro_batch", &c->rl.micro_batch, {1, 65536},
          "samples per forward/backward");
+  s->Int("rl.ppo_epochs", &c->rl.ppo_epochs, {1, 64},
+         "passes over each global batch (PPO and GRPO)");
+  s->Int("rl.minibatches", &c->rl.minibatches, {1, 4096},
+         "shuffled minibatches per pass, one optimizer step each; the "
+         "proximal policy is the one at the start of the update");
   s->Real("rl.lr", &c->rl.lr, {0.0, true, 1.0, false}, "AdamW learning rate");
   s->Real("rl.weight_decay", &c->rl.weight_decay, {0.0, false, 1.0, false},
           "AdamW weight decay");

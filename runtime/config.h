@@ -35,9 +35,10 @@ struct RunConfig {
 
 // Threads are a budget on a shared CPU: every pool size is set here.
 struct ThreadsConfig {
-  int64_t torch_intra_op = 1;  // at::set_num_threads
-  int64_t torch_inter_op = 1;  // at::set_num_interop_threads
-  int64_t env_workers = 1;     // env pool worker threads
+  int64_t torch_intra_op = 1;     // at::set_num_threads
+  int64_t torch_inter_op = 1;     // at::set_num_interop_threads
+  int64_t env_workers = 1;        // env pool worker threads
+  int64_t env_worker_splits = 2;  // sweeps per worker (Sample Factory splits)
   int64_t inference_actors =
       1;  // threads taking batches from the request queue
   int64_t lp_num_threads =
@@ -136,6 +137,8 @@ struct RlConfig {
   std::string algorithm = "ppo";  // ppo | grpo
   int64_t rollout_len = 16;       // decisions per env per segment (PPO)
   int64_t micro_batch = 32;       // samples per forward/backward
+  int64_t ppo_epochs = 2;         // passes over each global batch
+  int64_t minibatches = 2;        // optimizer steps per pass (shuffled)
   int64_t rollouts_per_step = 1;  // global batch = this x num_envs x
                                   // rollout_len decisions (PPO) or this x
                                   // num_envs episodes (GRPO)

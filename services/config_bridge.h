@@ -9,6 +9,8 @@
 #ifndef RLVLA3_SERVICES_CONFIG_BRIDGE_H_
 #define RLVLA3_SERVICES_CONFIG_BRIDGE_H_
 
+#include <algorithm>
+
 #include "envs/env_pool.h"
 #include "envs/manipulation_env.h"
 #include "policies/tiny_vla.h"
@@ -53,6 +55,12 @@ inline EnvPoolOptions EnvPoolOptionsFromConfig(
   o.latency.mean_ms = c.env.latency_mean_ms;
   o.latency.cv = c.env.latency_cv;
   o.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);
+  const int64_t workers =
+      std::max<int64_t>(1, std::min(c.threads.env_workers, c.env.num_envs));
+  const int64_t per_worker = (c.env.num_envs + workers - 1) / workers;
+  o.max_sweep =
+      static_cast<int>((per_worker + c.threads.env_worker_splits - 1) /
+                       c.threads.env_worker_splits);
   return o;
 }
 

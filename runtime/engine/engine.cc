@@ -118,6 +118,12 @@ struct Engine::Impl {
   Gauge* policy_loss = nullptr;
   Gauge* value_loss = nullptr;
   Gauge* grad_norm = nullptr;
+  Gauge* ratio_min = nullptr;  // pi_theta / pi_prox over the update
+  Gauge* ratio_mean = nullptr;
+  Gauge* ratio_max = nullptr;
+  // Per PPO epoch: clip_fraction.epoch_<k>, approx_kl.epoch_<k> (KL(prox ||
+  // theta), k3 estimator).
+  std::vector<Gauge*> epoch_clip, epoch_kl;
   Histogram* batch_size = nullptr;
   Histogram* wait_for_action_ms = nullptr;
   Histogram* request_dwell_ms = nullptr;
@@ -512,6 +518,14 @@ struct Engine::Impl {
         policy_loss->Set(st.policy_loss);
         value_loss->Set(st.value_loss);
         grad_norm->Set(st.grad_norm);
+        ratio_min->Set(st.ratio_min);
+        ratio_mean->Set(st.ratio_mean);
+        ratio_max->Set(st.ratio_max);
+        for (size_t k = 0;
+             k < st.epoch_clip_fraction.size() && k < epoch_clip.size(); ++k) {
+          epoch_clip[k]->Set(st.epoch_clip_fraction[k]);
+          epoch_kl[k]->Set(st.epoch_approx_kl[k]);
+        }
         {
           absl::MutexLock lock(&mu);
           last_step = st;
@@ -623,6 +637,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   lo.global_units = m.num_envs * quota;
   lo.max_policy_lag = lag;
   lo.grpo_group_size = m.group_size;
+  lo.shuffle_seed = static_cast<uint64_t>(config.run.seed);
   m.learner = std::make_unique<LearnerCore>(parts.net, m.text, m.text_len, lo,
                                             parts.version);
   m.weights.Publish(m.learner->MakeSnapshot(), parts.version);
@@ -658,6 +673,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(const Config& config,
   m.policy_loss = &r.gauge("policy_loss");
   m.value_loss = &r.gauge("value_loss");
   m.grad_norm = &r.gauge("grad_norm");
+  m.ratio_min = &r.gauge("ratio_min");
+  m.ratio_mean = &r.gauge("ratio_mean");
+  m.ratio_max = &r.gauge("ratio_max");
+  for (int64_t k = 1; k <= config.rl.ppo_epochs; ++k) {
+    m.epoch_clip.push_back(&r.gauge(absl::StrCat("clip_fraction.epoch_", k)));
+    m.epoch_kl.push_back(&r.gauge(absl::StrCat("approx_kl.epoch_", k)));
+  }
   m.batch_size = &r.histogram(
       "inference_batch_size",
       std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});

@@ -36,6 +36,8 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   lo.lr_min = rl.lr_min;
   lo.lr_max = rl.lr_max;
   lo.lr_adapt_factor = rl.lr_adapt_factor;
+  lo.ppo_epochs = static_cast<int>(rl.ppo_epochs);
+  lo.minibatches = static_cast<int>(rl.minibatches);
   return lo;
 }
 
@@ -46,7 +48,8 @@ LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
       text_len_(std::move(text_len)),
       options_(options),
       version_(version),
-      lr_(options.lr) {
+      lr_(options.lr),
+      shuffle_rng_(options.shuffle_seed) {
   policy_ = std::make_unique<TinyVLAPolicy>(net_, version_);
   net_->train();
   // Three parameter groups, each at its own rate: the value head (fit from
@@ -284,6 +287,80 @@ bool LearnerCore::ReadyToStep() const {
   return units_trained_ >= options_.global_units;
 }
 
+LearnerCore::MicroBatch LearnerCore::Prepare(
+    const std::vector<SampleRef>& batch) {
+  const int64_t B = static_cast<int64_t>(batch.size());
+  const SegmentShape& sh = batch.front().seg->shape;
+  MicroBatch mb;
+  mb.in = Gather(batch, &mb.tokens);
+  mb.mask = torch::zeros({B, sh.chunk});
+  at::Tensor behav_k = torch::empty({B, sh.chunk});
+  mb.adv = torch::empty({B});
+  mb.ret = torch::empty({B});
+  mb.weight = torch::empty({B});
+  auto m = mb.mask.accessor<float, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    Segment* s = batch[b].seg;
+    const int t = batch[b].t;
+    const int exec = std::max<int>(1, s->executed[t]);
+    for (int k = 0; k < exec && k < sh.chunk; ++k) m[b][k] = 1.0f;
+    std::memcpy(behav_k.data_ptr<float>() + b * sh.chunk, s->log_probs_at(t),
+                sizeof(float) * sh.chunk);
+    mb.adv.data_ptr<float>()[b] = s->advantages[t];
+    mb.ret.data_ptr<float>()[b] = s->returns[t];
+    mb.weight.data_ptr<float>()[b] = batch[b].weight;
+  }
+  mb.behav = (behav_k * mb.mask).sum(1);
+  return mb;
+}
+
+void LearnerCore::RecordLags(const std::vector<SampleRef>& batch) {
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const Segment* s = batch[b].seg;
+    const double lag = static_cast<double>(
+        version_ - std::min(version_, s->versions[batch[b].t]));
+    if (samples_trained_ == 0 && b == 0) {
+      lag_min_ = lag_max_ = lag;
+    } else {
+      lag_min_ = std::min(lag_min_, lag);
+      lag_max_ = std::max(lag_max_, lag);
+    }
+    lag_sum_ += lag;
+    const size_t bucket = static_cast<size_t>(lag);
+    if (lag_hist_.size() <= bucket) lag_hist_.resize(bucket + 1, 0);
+    ++lag_hist_[bucket];
+  }
+}
+
+PpoLossTerms LearnerCore::Loss(const MicroBatch& mb, const EvalResult& e,
+                               const at::Tensor& prox, const at::Tensor& adv) {
+  PpoLossInput li;
+  li.log_probs = (e.log_probs * mb.mask).sum(1);
+  li.prox_log_probs = prox.defined() ? prox : li.log_probs.detach();
+  li.behav_log_probs = mb.behav;
+  li.advantages = adv;
+  li.returns = mb.ret;
+  li.values = e.values;
+  li.entropy = (e.entropy * mb.mask).sum(1) / mb.mask.sum(1);
+  li.weights = mb.weight;
+  PpoLossOptions lo = options_.loss;
+  if (options_.algorithm == "grpo") lo.value_coef = 0;
+  if (options_.algorithm != "grpo" &&
+      steps_taken_ < options_.critic_warmup_steps) {
+    // Critic warm-up (e.g. after SFT, whose value head is untrained): no
+    // policy gradient until the values mean something.
+    li.advantages = torch::zeros_like(adv);
+    lo.entropy_coef = 0;
+  }
+  if (options_.target_kl > 0) {
+    kl_in_ = mb.in;
+    kl_tokens_ = mb.tokens;
+    kl_mask_ = mb.mask;
+    kl_log_probs_ = li.prox_log_probs.detach();
+  }
+  return DecoupledPpoLoss(li, lo);
+}
+
 void LearnerCore::TrainMicroBatch() {
   std::vector<SampleRef> batch;
   int64_t units = units_trained_;
@@ -298,73 +375,28 @@ void LearnerCore::TrainMicroBatch() {
     }
   }
   if (batch.empty()) return;
-  const int64_t B = static_cast<int64_t>(batch.size());
-  const SegmentShape& sh = batch.front().seg->shape;
-  at::Tensor tokens;
-  PolicyInput in = Gather(batch, &tokens);
-  at::Tensor mask = torch::zeros({B, sh.chunk});
-  at::Tensor behav_k = torch::empty({B, sh.chunk});
-  at::Tensor adv = torch::empty({B}), ret = torch::empty({B}),
-             w = torch::empty({B});
-  auto m = mask.accessor<float, 2>();
-  for (int64_t b = 0; b < B; ++b) {
-    Segment* s = batch[b].seg;
-    const int t = batch[b].t;
-    const int exec = std::max<int>(1, s->executed[t]);
-    for (int k = 0; k < exec && k < sh.chunk; ++k) m[b][k] = 1.0f;
-    std::memcpy(behav_k.data_ptr<float>() + b * sh.chunk, s->log_probs_at(t),
-                sizeof(float) * sh.chunk);
-    adv.data_ptr<float>()[b] = s->advantages[t];
-    ret.data_ptr<float>()[b] = s->returns[t];
-    w.data_ptr<float>()[b] = batch[b].weight;
-    const double lag =
-        static_cast<double>(version_ - std::min(version_, s->versions[t]));
-    if (samples_trained_ == 0 && b == 0) {
-      lag_min_ = lag_max_ = lag;
-    } else {
-      lag_min_ = std::min(lag_min_, lag);
-      lag_max_ = std::max(lag_max_, lag);
-    }
-    lag_sum_ += lag;
-    const size_t bucket = static_cast<size_t>(lag);
-    if (lag_hist_.size() <= bucket) lag_hist_.resize(bucket + 1, 0);
-    ++lag_hist_[bucket];
+  RecordLags(batch);
+  samples_trained_ += static_cast<int64_t>(batch.size());
+  units_trained_ = units;
+  if (multi_pass()) {
+    // Trained at Step, after the whole global batch is here; the segments
+    // stay with the learner until then.
+    RecordProximal(batch);
+    return;
   }
+  MicroBatch mb = Prepare(batch);
+  at::Tensor adv = mb.adv;
   if (options_.algorithm != "grpo" && options_.normalize_advantages) {
     adv = (adv - adv_mean_) / (std::sqrt(adv_var_) + 1e-8);
   }
-  EvalResult e = policy_->Evaluate(in, tokens);
-  PpoLossInput li;
-  li.log_probs = (e.log_probs * mask).sum(1);
-  li.prox_log_probs = li.log_probs.detach();
-  li.behav_log_probs = (behav_k * mask).sum(1);
-  li.advantages = adv;
-  li.returns = ret;
-  li.values = e.values;
-  li.entropy = (e.entropy * mask).sum(1) / mask.sum(1);
-  li.weights = w;
-  PpoLossOptions lo = options_.loss;
-  if (options_.algorithm == "grpo") lo.value_coef = 0;
-  if (options_.algorithm != "grpo" &&
-      steps_taken_ < options_.critic_warmup_steps) {
-    // Critic warm-up (e.g. after SFT, whose value head is untrained): no
-    // policy gradient until the values mean something.
-    li.advantages = torch::zeros_like(adv);
-    lo.entropy_coef = 0;
-  }
-  PpoLossTerms terms = DecoupledPpoLoss(li, lo);
+  EvalResult e = policy_->Evaluate(mb.in, mb.tokens);
+  PpoLossTerms terms = Loss(mb, e, at::Tensor(), adv);
   at::Tensor loss = terms.loss * loss_scale_;
   loss.backward();
 
   auto acc = [](at::Tensor& into, const at::Tensor& v) {
     into = into.defined() ? into + v : v;
   };
-  if (options_.target_kl > 0) {
-    kl_in_ = in;
-    kl_tokens_ = tokens;
-    kl_mask_ = mask;
-    kl_log_probs_ = li.log_probs.detach();
-  }
   acc(sum_loss_, loss.detach());
   acc(sum_policy_, terms.policy_loss);
   acc(sum_value_, terms.value_loss);
@@ -375,15 +407,25 @@ void LearnerCore::TrainMicroBatch() {
   const at::Tensor mn = terms.is_weight.min(), mx = terms.is_weight.max();
   min_is_ = min_is_.defined() ? torch::min(min_is_, mn) : mn;
   max_is_ = max_is_.defined() ? torch::max(max_is_, mx) : mx;
-
-  samples_trained_ += B;
-  units_trained_ = units;
   for (const SampleRef& r : batch) {
     if (--r.seg->unconsumed == 0) consumed_.push_back(r.seg);
   }
 }
 
+double LearnerCore::ClipGradients() {
+  std::vector<at::Tensor> params = net_->parameters();
+  if (options_.max_grad_norm > 0)
+    return torch::nn::utils::clip_grad_norm_(params, options_.max_grad_norm);
+  // One host read for the whole norm, not one per parameter.
+  std::vector<at::Tensor> sq;
+  for (const auto& p : params) {
+    if (p.grad().defined()) sq.push_back(p.grad().pow(2).sum());
+  }
+  return sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
+}
+
 LearnerStepStats LearnerCore::Step() {
+  if (multi_pass()) return StepEpochs();
   LearnerStepStats st;
   st.samples = samples_trained_;
   if (samples_trained_ > 0) {
@@ -408,19 +450,11 @@ LearnerStepStats LearnerCore::Step() {
     st.lag_min = lag_min_;
     st.lag_max = lag_max_;
     st.lag_mean = lag_sum_ / n;
+    // One pass whose proximal policy is the current one: the ratio is 1.
+    st.epoch_clip_fraction = {st.clip_fraction};
+    st.epoch_approx_kl = {0.0};
   }
-  std::vector<at::Tensor> params = net_->parameters();
-  double norm = 0;
-  if (options_.max_grad_norm > 0) {
-    norm = torch::nn::utils::clip_grad_norm_(params, options_.max_grad_norm);
-  } else {
-    // One host read for the whole norm, not one per parameter.
-    std::vector<at::Tensor> sq;
-    for (const auto& p : params) {
-      if (p.grad().defined()) sq.push_back(p.grad().pow(2).sum());
-    }
-    norm = sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
-  }
+  const double norm = ClipGradients();
   st.grad_norm = norm;
   if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
     ++skipped_steps_;
@@ -431,6 +465,7 @@ LearnerStepStats LearnerCore::Step() {
         st.loss, norm, version_, skipped_steps_);
   } else {
     optimizer_->step();
+    st.optimizer_steps = 1;
     ++version_;
     ++steps_taken_;
     if (options_.target_kl > 0 && kl_log_probs_.defined()) {

@@ -27,6 +27,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,16 @@ struct LearnerOptions {
   // within [lr_min, lr_max]. 0 keeps `lr` fixed.
   double target_kl = 0.0;
   double lr_min = 1e-7, lr_max = 1e-3, lr_adapt_factor = 1.5;
+  // PPO epochs: each global batch is trained for `ppo_epochs` passes, each
+  // pass `minibatches` shuffled minibatches with one optimizer step each.
+  // The proximal log-probs are recorded (no grad) as the samples arrive,
+  // from the weights at the start of the update, so the clip acts from the
+  // second minibatch on; advantages are normalised over the global batch.
+  // 1 and 1 keep the streaming single pass (proximal = current policy).
+  // The policy version advances once per global batch either way.
+  int ppo_epochs = 1;
+  int minibatches = 1;
+  uint64_t shuffle_seed = 0;  // minibatch order
 };
 
 // The learner's options from the rl.* keys. The caller sets what depends on
@@ -93,6 +104,11 @@ struct LearnerStepStats {
   // KL(before || after) of this step per decision (target_kl > 0 only) and
   // the weights' learning rate for the next step.
   double step_kl = 0, lr = 0;
+  // PPO epochs: ratio pi_theta / pi_prox over every trained sample, and the
+  // clip fraction and approximate KL(prox || theta) of each epoch.
+  int optimizer_steps = 0;  // minibatch steps taken in this update
+  double ratio_min = 1, ratio_mean = 1, ratio_max = 1;
+  std::vector<double> epoch_clip_fraction, epoch_approx_kl;
 };
 
 class LearnerCore {
@@ -138,6 +154,25 @@ class LearnerCore {
     float weight;   // loss weight
     bool unit_end;  // completes one unit of the global batch
   };
+  // One micro-batch's learner inputs; advantages as stored (not normalised).
+  struct MicroBatch {
+    PolicyInput in;
+    at::Tensor tokens, mask, behav, adv, ret, weight;
+  };
+  MicroBatch Prepare(const std::vector<SampleRef>& batch);
+  PpoLossTerms Loss(const MicroBatch& mb, const EvalResult& e,
+                    const at::Tensor& prox, const at::Tensor& adv);
+  void RecordLags(const std::vector<SampleRef>& batch);
+  bool multi_pass() const {
+    return options_.ppo_epochs > 1 || options_.minibatches > 1;
+  }
+  // Multi-pass: the proximal log-probs of a micro-batch (no grad), kept for
+  // the update (defined in ppo_epochs.cc, with StepEpochs).
+  void RecordProximal(const std::vector<SampleRef>& batch);
+  LearnerStepStats StepEpochs();
+  // The gradient's global norm (clipped to max_grad_norm when set): one host
+  // read.
+  double ClipGradients();
   void AddPpo(const std::vector<Segment*>& segs);
   void UpdateAdvantageMoments(const std::vector<Segment*>& segs);
   void AddGrpo(Segment* seg);
@@ -177,6 +212,10 @@ class LearnerCore {
   bool adv_moments_set_ = false;
   double adv_mean_ = 0, adv_var_ = 1;
   std::vector<int64_t> lag_hist_;
+  // Multi-pass: the global batch being collected and its proximal log-probs.
+  std::vector<SampleRef> batch_;
+  std::vector<float> batch_prox_;
+  std::mt19937_64 shuffle_rng_;
 };
 
 }  // namespace rlvla3

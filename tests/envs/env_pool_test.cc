@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <random>
 
 namespace rlvla3 {
@@ -165,6 +168,56 @@ TEST(EnvPool, LatencyModelDelaysButDoesNotChangeResults) {
   EXPECT_GT(std::chrono::steady_clock::now() - t0,
             std::chrono::microseconds(500));
   EXPECT_EQ((*pool)->state(0).step, 1);
+}
+
+// A sweep: the worker steps every queued env (up to max_sweep) before it
+// announces any of them, so their states reach the consumer together; with
+// max_sweep 1 the first env is announced while the others still wait. Envs
+// 1..3 are queued from env 0's announcement, on the worker itself, so they
+// are all queued before the worker looks again. Returns how many of them
+// were announced before the last of their steps ended.
+int64_t AnnouncedBeforeTheLastStepEnded(int max_sweep) {
+  EnvPoolOptions o = Options(1);
+  o.max_sweep = max_sweep;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int64_t> announced_ns;  // steady clock, envs 1..3
+  EnvPool* pool_ptr = nullptr;
+  const std::vector<int> rest = {1, 2, 3};
+  const std::vector<float> actions(rest.size() * kActionDim, 0.1f);
+  o.on_ready = [&](int id) {
+    if (id == 0) {
+      EXPECT_TRUE(pool_ptr->Send(rest, actions).ok());
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    announced_ns.push_back(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+    cv.notify_all();
+  };
+  auto pool = EnvPool::Create(o);
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  if (!pool.ok()) return -1;
+  pool_ptr = pool->get();
+  const int first = 0;
+  EXPECT_TRUE((*pool)
+                  ->Send(absl::MakeConstSpan(&first, 1),
+                         absl::MakeConstSpan(actions.data(), kActionDim))
+                  .ok());
+  std::unique_lock<std::mutex> lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30),
+                          [&] { return announced_ns.size() == rest.size(); }));
+  int64_t last_step_end = 0;
+  for (int id : rest)
+    last_step_end = std::max(last_step_end, (*pool)->state(id).step_end_ns);
+  int64_t early = 0;
+  for (int64_t t : announced_ns) early += t < last_step_end ? 1 : 0;
+  return early;
+}
+
+TEST(EnvPool, ASweepAnnouncesItsEnvsTogether) {
+  EXPECT_EQ(AnnouncedBeforeTheLastStepEnded(kEnvs), 0);
+  EXPECT_GT(AnnouncedBeforeTheLastStepEnded(1), 0);
 }
 
 TEST(EnvPool, UnknownTaskIsAnError) {

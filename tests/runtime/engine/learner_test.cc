@@ -251,6 +251,100 @@ TEST_F(LearnerTest, NanLossSkipsTheStepAndLeavesWeightsUntouched) {
   EXPECT_FALSE(Same(before, Weights(l)));
 }
 
+// PPO epochs on a fixed batch: the first pass trains against the weights the
+// proximal log-probs came from (ratio 1, nothing clipped); after its step the
+// ratio moves, so a large learning rate makes later epochs clip.
+TEST_F(LearnerTest, PpoEpochsClipOnlyAfterTheFirstEpoch) {
+  options_.ppo_epochs = 3;
+  options_.minibatches = 1;
+  options_.lr = 0.1;
+  options_.normalize_advantages = false;
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/0);
+  Fill(segs_[0].get(), 4, 0, 0);
+  Fill(segs_[1].get(), 4, 0, 1);
+  l.Add({segs_[0].get(), segs_[1].get()});
+  const auto before = Weights(l);
+  while (l.CanTrain()) l.TrainMicroBatch();
+  EXPECT_TRUE(l.TakeConsumed().empty());  // held until the update is done
+  ASSERT_TRUE(l.ReadyToStep());
+  LearnerStepStats st = l.Step();
+  EXPECT_FALSE(st.skipped);
+  EXPECT_EQ(st.samples, 8);
+  EXPECT_EQ(st.optimizer_steps, 3);
+  EXPECT_EQ(st.version, 1u);  // once per global batch, not per minibatch
+  ASSERT_EQ(st.epoch_clip_fraction.size(), 3u);
+  EXPECT_EQ(st.epoch_clip_fraction[0], 0.0);
+  EXPECT_NEAR(st.epoch_approx_kl[0], 0.0, 1e-6);
+  EXPECT_GT(std::max(st.epoch_clip_fraction[1], st.epoch_clip_fraction[2]),
+            0.0);
+  EXPECT_GT(st.epoch_approx_kl[2], 0.0);
+  EXPECT_TRUE(st.ratio_max > 1.0 || st.ratio_min < 1.0);
+  EXPECT_FALSE(Same(before, Weights(l)));
+  EXPECT_EQ(l.TakeConsumed().size(), 2u);
+}
+
+// Minibatches: the clip can act from the second minibatch of the first epoch
+// on, one optimizer step per minibatch.
+TEST_F(LearnerTest, MinibatchesTakeOneStepEach) {
+  options_.ppo_epochs = 2;
+  options_.minibatches = 2;
+  options_.micro_batch = 2;
+  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/3);
+  Fill(segs_[0].get(), 4, 3, 0);
+  Fill(segs_[1].get(), 4, 3, 1);
+  l.Add({segs_[0].get(), segs_[1].get()});
+  while (l.CanTrain()) l.TrainMicroBatch();
+  LearnerStepStats st = l.Step();
+  EXPECT_EQ(st.optimizer_steps, 4);
+  EXPECT_EQ(st.version, 4u);
+  EXPECT_EQ(st.epoch_clip_fraction.size(), 2u);
+}
+
+// Sync mode hands the learner the whole rollout at once; async streams it in
+// and trains micro-batches as they arrive. For the same batch, seed and start
+// weights the update must be the same.
+TEST_F(LearnerTest, StreamedAndWholeBatchUpdatesAreIdentical) {
+  options_.ppo_epochs = 2;
+  options_.minibatches = 2;
+  options_.shuffle_seed = 11;
+  options_.lr = 1e-2;
+  torch::manual_seed(3);
+  TinyVLA a_net(SmallNet());
+  TinyVLA b_net(std::dynamic_pointer_cast<TinyVLAImpl>(a_net->clone()));
+  LearnerCore whole(a_net, text_, lens_, options_, 0);
+  LearnerCore streamed(b_net, text_, lens_, options_, 0);
+  const auto initial = Weights(whole);
+  ASSERT_TRUE(Same(initial, Weights(streamed)));
+  // No bootstrap values: those come from one forward pass over whatever
+  // arrived together, and float differences between batch shapes would reach
+  // the zero-gradient parameters (a key bias) through Adam's normalisation.
+  for (int i = 0; i < 4; ++i) {
+    Fill(segs_[i].get(), 4, 0, 100 + i % 2);
+    segs_[i]->has_bootstrap = false;
+  }
+  // Sync: everything first, then train.
+  whole.Add({segs_[0].get(), segs_[1].get()});
+  while (whole.CanTrain()) whole.TrainMicroBatch();
+  const LearnerStepStats a = whole.Step();
+  // Async: one segment at a time, training whenever a micro-batch is ready.
+  for (Segment* s : {segs_[2].get(), segs_[3].get()}) {
+    streamed.Add({s});
+    while (streamed.ShouldTrain()) streamed.TrainMicroBatch();
+  }
+  ASSERT_TRUE(streamed.ReadyToStep());
+  const LearnerStepStats b = streamed.Step();
+  EXPECT_EQ(a.optimizer_steps, b.optimizer_steps);
+  EXPECT_EQ(a.version, b.version);
+  const auto wa = Weights(whole), wb = Weights(streamed);
+  ASSERT_EQ(wa.size(), wb.size());
+  for (size_t i = 0; i < wa.size(); ++i)
+    EXPECT_TRUE(torch::allclose(wa[i], wb[i], /*rtol=*/1e-5, /*atol=*/1e-6))
+        << "parameter " << i << " " << whole.net()->named_parameters()[i].key()
+        << " max diff " << (wa[i] - wb[i]).abs().max().item<float>()
+        << " moved " << (wa[i] - initial[i]).abs().max().item<float>();
+  EXPECT_FALSE(Same(wa, initial));  // and it did train
+}
+
 TEST_F(LearnerTest, GrpoWaitsForTheWholeGroup) {
   options_.algorithm = "grpo";
   options_.grpo_group_size = 2;

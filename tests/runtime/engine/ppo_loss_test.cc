@@ -107,5 +107,43 @@ TEST(PpoLoss, ValueAndEntropyTermsAndWeights) {
   EXPECT_NEAR(t.loss.item<float>(), 0.2375f, 1e-6);
 }
 
+// On a tiny policy (a linear layer over 4 actions), a sample whose ratio is
+// clipped contributes nothing to the parameters' gradient: the gradient of a
+// batch with one clipped and one unclipped sample equals the gradient of the
+// unclipped sample alone.
+TEST(PpoLoss, ClippedSamplesCarryNoGradientThroughATinyPolicy) {
+  torch::manual_seed(1);
+  torch::nn::Linear policy(3, 4);
+  const at::Tensor obs = torch::randn({2, 3});
+  const at::Tensor actions = torch::tensor({1, 2}, torch::kLong);
+  auto grad_of = [&](const at::Tensor& keep) {
+    policy->zero_grad();
+    const at::Tensor logp = torch::log_softmax(policy->forward(obs), 1)
+                                .gather(1, actions.unsqueeze(1))
+                                .squeeze(1);
+    PpoLossInput in;
+    in.log_probs = logp;
+    // Sample 0: proximal 0.6 nats below the current policy (ratio 1.82 >
+    // 1.2) with A > 0, so clipped; sample 1: ratio 1, not clipped.
+    const at::Tensor now = logp.detach();
+    in.prox_log_probs = now - torch::tensor({0.6f, 0.0f});
+    in.behav_log_probs = in.prox_log_probs;
+    in.advantages = torch::tensor({1.0f, 1.0f});
+    in.entropy = torch::zeros({2});
+    in.weights = keep;
+    PpoLossTerms t = DecoupledPpoLoss(in, NoValue());
+    t.loss.backward();
+    EXPECT_EQ(t.clipped[0].item<float>(), 1.0f);
+    EXPECT_EQ(t.clipped[1].item<float>(), 0.0f);
+    return policy->weight.grad().clone();
+  };
+  const at::Tensor both = grad_of(torch::tensor({1.0f, 1.0f}));
+  const at::Tensor unclipped_only = grad_of(torch::tensor({0.0f, 1.0f}));
+  const at::Tensor clipped_only = grad_of(torch::tensor({1.0f, 0.0f}));
+  EXPECT_TRUE(torch::allclose(both, unclipped_only));
+  EXPECT_EQ(clipped_only.abs().max().item<float>(), 0.0f);
+  EXPECT_GT(unclipped_only.abs().max().item<float>(), 0.0f);
+}
+
 }  // namespace
 }  // namespace rlvla3
