@@ -77,9 +77,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Int("threads.env_workers", &c->threads.env_workers, {1, 1024},
          "env pool worker threads");
   s->Int("threads.env_worker_splits", &c->threads.env_worker_splits, {1, 1024},
-         "each worker's envs in this many splits: a worker steps one split "
-         "and announces it to inference as one batch while the others wait "
-         "for their actions (envs per worker = no batching)");
+         "a worker steps the queued envs of one of its splits before it "
+         "announces them to inference together (1: every queued env; envs "
+         "per worker: each env on its own, no batching)");
   s->Int("threads.inference_actors", &c->threads.inference_actors, {1, 64},
          "inference actor threads");
   s->Int("threads.lp_num_threads", &c->threads.lp_num_threads, {0, 64},

@@ -38,7 +38,7 @@ struct ThreadsConfig {
   int64_t torch_intra_op = 1;     // at::set_num_threads
   int64_t torch_inter_op = 1;     // at::set_num_interop_threads
   int64_t env_workers = 1;        // env pool worker threads
-  int64_t env_worker_splits = 2;  // sweeps per worker (Sample Factory splits)
+  int64_t env_worker_splits = 1;  // sweeps per worker (Sample Factory splits)
   int64_t inference_actors =
       1;  // threads taking batches from the request queue
   int64_t lp_num_threads =
