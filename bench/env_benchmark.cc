@@ -18,7 +18,6 @@
 #include "envs/egl_context.h"
 #include "envs/env_pool.h"
 #include "envs/manipulation_env.h"
-#include "runtime/allocator.h"
 
 namespace rlvla3 {
 namespace {
@@ -125,14 +124,3 @@ BENCHMARK(BM_EnvPool)
 
 }  // namespace
 }  // namespace rlvla3
-
-// BENCHMARK_MAIN, plus the allocator in the context header: the figures
-// depend on it (cmake/RlVla3Allocator.cmake).
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("allocator", rlvla3::AllocatorInUse());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

@@ -13,7 +13,6 @@
 #include "envs/task.h"
 #include "policies/text_tokenizer.h"
 #include "policies/tiny_vla_policy.h"
-#include "runtime/allocator.h"
 
 namespace rlvla3 {
 namespace {
@@ -137,14 +136,3 @@ BENCHMARK(BM_Learner)
 
 }  // namespace
 }  // namespace rlvla3
-
-// BENCHMARK_MAIN, plus the allocator in the context header: the figures
-// depend on it (cmake/RlVla3Allocator.cmake).
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("allocator", rlvla3::AllocatorInUse());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}

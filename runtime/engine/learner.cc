@@ -466,18 +466,10 @@ LearnerStepStats LearnerCore::Step() {
   } else {
     optimizer_->step();
     st.optimizer_steps = 1;
-    ++version_;
-    ++steps_taken_;
-    if (options_.target_kl > 0 && kl_log_probs_.defined()) {
-      st.step_kl = MeasureStepKl();
-      // The critic warm-up moves only the value head: nothing to adapt to.
-      if (steps_taken_ > options_.critic_warmup_steps)
-        AdaptLearningRate(st.step_kl);
-    }
+    FinishUpdate(&st);
   }
   st.lr = lr_;
-  kl_in_ = PolicyInput();
-  kl_tokens_ = kl_mask_ = kl_log_probs_ = at::Tensor();
+  ClearKlProbe();
   optimizer_->zero_grad();
   st.version = version_;
   units_trained_ = 0;
@@ -486,6 +478,22 @@ LearnerStepStats LearnerCore::Step() {
   sum_loss_ = sum_policy_ = sum_value_ = sum_entropy_ = sum_clipped_ = sum_kl_ =
       sum_is_ = min_is_ = max_is_ = at::Tensor();
   return st;
+}
+
+void LearnerCore::FinishUpdate(LearnerStepStats* st) {
+  ++version_;
+  ++steps_taken_;
+  if (options_.target_kl > 0 && kl_log_probs_.defined()) {
+    st->step_kl = MeasureStepKl();
+    // The critic warm-up moves only the value head: nothing to adapt to.
+    if (steps_taken_ > options_.critic_warmup_steps)
+      AdaptLearningRate(st->step_kl);
+  }
+}
+
+void LearnerCore::ClearKlProbe() {
+  kl_in_ = PolicyInput();
+  kl_tokens_ = kl_mask_ = kl_log_probs_ = at::Tensor();
 }
 
 double LearnerCore::MeasureStepKl() {

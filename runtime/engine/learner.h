@@ -173,6 +173,11 @@ class LearnerCore {
   // The gradient's global norm (clipped to max_grad_norm when set): one host
   // read.
   double ClipGradients();
+  // After an update that changed the weights: the version advances, and with
+  // target_kl the step's KL is measured and the learning rate adapted.
+  void FinishUpdate(LearnerStepStats* st);
+  // Forgets the KL probe of this update.
+  void ClearKlProbe();
   void AddPpo(const std::vector<Segment*>& segs);
   void UpdateAdvantageMoments(const std::vector<Segment*>& segs);
   void AddGrpo(Segment* seg);

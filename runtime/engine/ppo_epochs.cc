@@ -175,18 +175,11 @@ LearnerStepStats LearnerCore::StepEpochs() {
           "steps at version {}; the rest of this update is skipped",
           st.optimizer_steps, version_);
     }
-    ++version_;
-    ++steps_taken_;
-    if (options_.target_kl > 0 && kl_log_probs_.defined()) {
-      st.step_kl = MeasureStepKl();
-      if (steps_taken_ > options_.critic_warmup_steps)
-        AdaptLearningRate(st.step_kl);
-    }
+    FinishUpdate(&st);
   }
   st.lr = lr_;
   st.version = version_;
-  kl_in_ = PolicyInput();
-  kl_tokens_ = kl_mask_ = kl_log_probs_ = at::Tensor();
+  ClearKlProbe();
   for (const SampleRef& r : batch_) {
     if (--r.seg->unconsumed == 0) consumed_.push_back(r.seg);
   }
