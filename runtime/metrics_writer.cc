@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -24,7 +26,25 @@ std::string JsonString(const std::string& s) {
   return out;
 }
 
+// OK, or the file and the reason of the stream's first failed write.
+absl::Status WriteStatus(const std::ofstream& out, const std::string& path) {
+  if (out.good()) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat(path, ": write failed: ", std::strerror(errno)));
+}
+
 }  // namespace
+
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  if (!out) {
+    return absl::UnavailableError(absl::StrCat(
+        path, ": cannot open for writing: ", std::strerror(errno)));
+  }
+  out << text;
+  out.flush();
+  return WriteStatus(out, path);
+}
 
 absl::StatusOr<std::unique_ptr<JsonlWriter>> JsonlWriter::Open(
     const std::string& path) {
@@ -32,16 +52,17 @@ absl::StatusOr<std::unique_ptr<JsonlWriter>> JsonlWriter::Open(
   if (!out)
     return absl::UnavailableError(
         absl::StrCat("cannot open ", path, " for writing"));
-  return std::unique_ptr<JsonlWriter>(new JsonlWriter(std::move(out)));
+  return std::unique_ptr<JsonlWriter>(new JsonlWriter(std::move(out), path));
 }
 
-void JsonlWriter::Write(const MetricsSnapshot& s) {
+absl::Status JsonlWriter::Write(const MetricsSnapshot& s) {
   std::string line = absl::StrCat("{\"elapsed_s\":", Number(s.elapsed_s));
   for (const auto& [k, v] : s.values)
     absl::StrAppend(&line, ",", JsonString(k), ":", Number(v));
   line += "}\n";
   out_ << line;
   out_.flush();
+  return WriteStatus(out_, path_);
 }
 
 absl::StatusOr<std::unique_ptr<CsvWriter>> CsvWriter::Open(
@@ -50,10 +71,10 @@ absl::StatusOr<std::unique_ptr<CsvWriter>> CsvWriter::Open(
   if (!out)
     return absl::UnavailableError(
         absl::StrCat("cannot open ", path, " for writing"));
-  return std::unique_ptr<CsvWriter>(new CsvWriter(std::move(out)));
+  return std::unique_ptr<CsvWriter>(new CsvWriter(std::move(out), path));
 }
 
-void CsvWriter::Write(const MetricsSnapshot& s) {
+absl::Status CsvWriter::Write(const MetricsSnapshot& s) {
   if (columns_.empty()) {
     std::string header = "elapsed_s";
     for (const auto& kv : s.values) {
@@ -74,6 +95,7 @@ void CsvWriter::Write(const MetricsSnapshot& s) {
   }
   out_ << row << "\n";
   out_.flush();
+  return WriteStatus(out_, path_);
 }
 
 ProgressLine::Mode ProgressLine::ParseMode(const std::string& name) {

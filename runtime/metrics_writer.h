@@ -22,11 +22,16 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "runtime/metrics.h"
 
 namespace rlvla3 {
+
+// Writes `text` to `path`, replacing it; an error names the file and the
+// reason (cannot open, disk full, ...).
+absl::Status WriteTextFile(const std::string& path, const std::string& text);
 
 // Writes {"elapsed_s": ..., "<name>": <value>, ...} per line; non-finite values
 // as null.
@@ -34,11 +39,15 @@ class JsonlWriter {
  public:
   static absl::StatusOr<std::unique_ptr<JsonlWriter>> Open(
       const std::string& path);
-  void Write(const MetricsSnapshot& s);
+  // Appends one line and flushes it; an error names the file and the reason
+  // (e.g. a full disk), and the line is lost.
+  absl::Status Write(const MetricsSnapshot& s);
 
  private:
-  explicit JsonlWriter(std::ofstream out) : out_(std::move(out)) {}
+  JsonlWriter(std::ofstream out, std::string path)
+      : out_(std::move(out)), path_(std::move(path)) {}
   std::ofstream out_;
+  std::string path_;
 };
 
 // Writes a header from the first snapshot's names, then one row per snapshot;
@@ -47,11 +56,13 @@ class CsvWriter {
  public:
   static absl::StatusOr<std::unique_ptr<CsvWriter>> Open(
       const std::string& path);
-  void Write(const MetricsSnapshot& s);
+  absl::Status Write(const MetricsSnapshot& s);  // as JsonlWriter::Write
 
  private:
-  explicit CsvWriter(std::ofstream out) : out_(std::move(out)) {}
+  CsvWriter(std::ofstream out, std::string path)
+      : out_(std::move(out)), path_(std::move(path)) {}
   std::ofstream out_;
+  std::string path_;
   std::vector<std::string> columns_;
 };
 

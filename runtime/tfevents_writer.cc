@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -111,6 +112,13 @@ absl::StatusOr<std::unique_ptr<TfEventsWriter>> TfEventsWriter::Open(
 
 void TfEventsWriter::Scalar(absl::string_view tag, double value, int64_t step) {
   out_ << Frame(ScalarEvent(tag, static_cast<float>(value), step, Now()));
+}
+
+absl::Status TfEventsWriter::Flush() {
+  out_.flush();
+  if (out_.good()) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
 }
 
 }  // namespace rlvla3

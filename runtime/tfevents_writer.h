@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -35,8 +36,10 @@ class TfEventsWriter {
   // record.
   static absl::StatusOr<std::unique_ptr<TfEventsWriter>> Open(
       const std::string& dir);
+  // Buffers one scalar event; Flush writes the buffer out and reports the
+  // first failed write since Open (the file and the reason).
   void Scalar(absl::string_view tag, double value, int64_t step);
-  void Flush() { out_.flush(); }
+  absl::Status Flush();
   const std::string& path() const { return path_; }
 
   // One TFRecord around `payload` (exposed for tests).

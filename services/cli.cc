@@ -271,7 +271,9 @@ absl::StatusOr<std::string> MakeRunDir(const Config& c) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat(dir, ": ", ec.message()));
-  std::ofstream(dir + "/config.yaml") << ConfigToYaml(c);
+  if (absl::Status s = WriteTextFile(dir + "/config.yaml", ConfigToYaml(c));
+      !s.ok())
+    return s;
   return dir;
 }
 
@@ -422,8 +424,14 @@ int VerbBench(const CommonFlags& f) {
   }
   const std::string table = FormatBenchTable(*r);
   const std::string json_path = f.Get("--json", *dir + "/bench.json");
-  std::ofstream(json_path) << BenchJson(*r);
-  std::ofstream(*dir + "/bench.txt") << table;
+  for (const auto& [path, text] :
+       {std::pair<std::string, std::string>{json_path, BenchJson(*r)},
+        {*dir + "/bench.txt", table}}) {
+    if (absl::Status s = WriteTextFile(path, text); !s.ok()) {
+      spdlog::error("bench: {}", s.ToString());
+      return kExitFailure;
+    }
+  }
   const std::string report = *dir + "/report.html";
   if (absl::Status s = WriteReportHtml(BenchReport(*r), report); !s.ok()) {
     spdlog::error("bench: {}", s.ToString());

@@ -3,15 +3,18 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "envs/task.h"
 #include "envs/task_file.h"
 #include "policies/checkpoint.h"
@@ -119,6 +122,20 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   const int actors =
       c.run.mode == "sync" ? 1 : static_cast<int>(c.threads.inference_actors);
   double last_t = 0, last_env = 0, last_inf = 0, last_learn = 0;
+  // The first failed write of metrics or a checkpoint stops the run; train
+  // then returns it (the file and the reason) instead of a result.
+  absl::Mutex output_mu;
+  absl::Status output_error;
+  auto fail_output = [&](absl::Status status) {
+    if (status.ok()) return;
+    {
+      absl::MutexLock lock(&output_mu);
+      if (!output_error.ok()) return;
+      output_error = status;
+    }
+    spdlog::error("train: {}; stopping the run", status.ToString());
+    e.Stop();
+  };
   EngineHooks hooks;
   hooks.on_interval = [&](const MetricsSnapshot& s) {
     RunSample p;
@@ -139,7 +156,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
     last_inf = inf_s;
     last_learn = learn_s;
     run.samples.push_back(p);
-    if (jsonl) jsonl->Write(s);
+    if (jsonl) fail_output(jsonl->Write(s));
     if (tfevents) {
       const int64_t step = static_cast<int64_t>(s.Get("optimizer_steps"));
       for (const char* k :
@@ -152,7 +169,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
       tfevents->Scalar("busy_pct/env", p.busy_env, step);
       tfevents->Scalar("busy_pct/inference", p.busy_inference, step);
       tfevents->Scalar("busy_pct/learner", p.busy_learner, step);
-      tfevents->Flush();
+      fail_output(tfevents->Flush());
     }
     progress.Update(absl::StrFormat(
         "%s%s %3.0fs | env %4.0f frames/s | trained %4.0f samples/s | step %d "
@@ -171,11 +188,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
         st.version % static_cast<uint64_t>(c.rl.checkpoint_every) == 0) {
       const std::string dir =
           absl::StrCat(run_dir, "/checkpoints/version_", st.version);
-      if (absl::Status s =
-              SaveCheckpoint(dir, e.net(), e.tokenizer(), st.version);
-          !s.ok()) {
-        spdlog::warn("train: checkpoint {}: {}", dir, s.ToString());
-      }
+      fail_output(SaveCheckpoint(dir, e.net(), e.tokenizer(), st.version));
     }
   };
   g_engine.store(&e);
@@ -186,17 +199,27 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   progress.Finish();
   run.interrupted = g_interrupted.load();
   if (!s.ok()) return s;
+  {
+    absl::MutexLock lock(&output_mu);
+    if (!output_error.ok()) return output_error;
+  }
   run.summary = e.Summary();
   run.curve = e.LearningCurve();
   run.episodes = e.Episodes();
   run.lag_histogram = e.LagHistogram();
   run.timeline = e.Timeline();
   if (options.write_outputs) {
-    std::ofstream csv(run_dir + "/episodes.csv");
+    const std::string episodes_csv = run_dir + "/episodes.csv";
+    std::ofstream csv(episodes_csv);
     csv << "start_version,start_frame,env,success,late\n";
     for (const auto& ep : run.episodes) {
       csv << ep.start_version << ',' << ep.start_frame << ',' << ep.env << ','
           << (ep.success ? 1 : 0) << ',' << (ep.late ? 1 : 0) << '\n';
+    }
+    csv.flush();
+    if (!csv) {
+      return absl::DataLossError(
+          absl::StrCat(episodes_csv, ": write failed: ", std::strerror(errno)));
     }
     run.checkpoint = run_dir + "/checkpoints/final";
     if (absl::Status cs = SaveCheckpoint(run.checkpoint, e.net(), e.tokenizer(),

@@ -88,9 +88,9 @@ TEST(MetricsWriters, JsonlAndCsv) {
   auto csv = CsvWriter::Open(dir + "/m.csv");
   ASSERT_TRUE(jsonl.ok() && csv.ok());
   MetricsSnapshot s = m.Snapshot();
-  (*jsonl)->Write(s);
-  (*csv)->Write(s);
-  (*csv)->Write(s);
+  EXPECT_TRUE((*jsonl)->Write(s).ok());
+  EXPECT_TRUE((*csv)->Write(s).ok());
+  EXPECT_TRUE((*csv)->Write(s).ok());
   const std::string j = ReadFile(dir + "/m.jsonl");
   EXPECT_EQ(j.rfind("{\"elapsed_s\":", 0), 0u);
   EXPECT_NE(j.find("\"a\":3"), std::string::npos);
@@ -101,6 +101,19 @@ TEST(MetricsWriters, JsonlAndCsv) {
   EXPECT_EQ(c.rfind("elapsed_s,a,a_per_s,depth,lat.count", 0), 0u);
   EXPECT_EQ(std::count(c.begin(), c.end(), '\n'), 3);
   EXPECT_FALSE(JsonlWriter::Open("/nonexistent/dir/x.jsonl").ok());
+}
+
+// A write that fails (here: a full device) is reported with the file and the
+// reason, never dropped silently.
+TEST(MetricsWriters, AFailedWriteNamesTheFileAndTheReason) {
+  MetricsRegistry m;
+  m.counter("a").Add(1);
+  auto jsonl = JsonlWriter::Open("/dev/full");
+  auto csv = CsvWriter::Open("/dev/full");
+  ASSERT_TRUE(jsonl.ok() && csv.ok());
+  const absl::Status j = (*jsonl)->Write(m.Snapshot());
+  EXPECT_EQ(j.message(), "/dev/full: write failed: No space left on device");
+  EXPECT_FALSE((*csv)->Write(m.Snapshot()).ok());
 }
 
 TEST(ProgressLine, PlainModeThrottlesAndTtyRewritesInPlace) {

@@ -42,7 +42,7 @@ TEST(TfEvents, WritesVersionRecordThenScalars) {
   auto w = TfEventsWriter::Open(dir.path());
   ASSERT_TRUE(w.ok()) << w.status();
   (*w)->Scalar("a", 1.0, 1);
-  (*w)->Flush();
+  EXPECT_TRUE((*w)->Flush().ok());
   std::ifstream in((*w)->path(), std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();

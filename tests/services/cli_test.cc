@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -207,6 +208,27 @@ TEST(Cli, TrainStopsCleanlyOnSigint) {
   EXPECT_TRUE(ckpt.good());
   std::ifstream report(out + "/sigint/report.html");
   EXPECT_TRUE(report.good());
+}
+
+// A metrics file that cannot be written (a full disk: here metrics.jsonl is a
+// link to /dev/full) stops the run with exit 1, naming the file and reason.
+TEST(Cli, TrainStopsWhenItsMetricsCannotBeWritten) {
+  const rlvla3::testutil::TestDir dir;
+  const std::string out = dir.File("runs");
+  std::filesystem::create_directories(out + "/full");
+  std::filesystem::create_symlink("/dev/full", out + "/full/metrics.jsonl");
+  const std::string log = dir.File("full.log");
+  const pid_t pid = SpawnTrain(SmallTrain(out, "full"), log);
+  ASSERT_GE(pid, 0);
+  const std::optional<int> status = WaitExit(pid);
+  const std::string text = ReadAll(log);
+  ASSERT_TRUE(status.has_value()) << "still running 30 s after start\n" << text;
+  ASSERT_TRUE(WIFEXITED(*status)) << text;
+  EXPECT_EQ(WEXITSTATUS(*status), 1) << text;
+  EXPECT_NE(text.find(out + "/full/metrics.jsonl: write failed: No space left "
+                            "on device"),
+            std::string::npos)
+      << text;
 }
 
 // A SIGINT while train is still starting (loading its init checkpoint,
