@@ -145,7 +145,6 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   Config c = config;
   c.rl.duration_s = duration_s;
   c.rl.max_steps = 0;
-  at::set_num_threads(static_cast<int>(c.threads.torch_intra_op));
   absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
   if (!parts.ok()) return parts.status();
   r.latency = parts->pool.latency.Describe();

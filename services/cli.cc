@@ -20,6 +20,7 @@
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
 #include "runtime/report_html.h"
+#include "runtime/thread_budget.h"
 #include "services/bench.h"
 #include "services/config_bridge.h"
 #include "services/expert_eval.h"
@@ -125,6 +126,11 @@ std::optional<Config> LoadOrReport(const CommonFlags& f) {
   if (!c.ok()) {
     std::fprintf(stderr, "rl-vla3: config error: %s\n",
                  std::string(c.status().message()).c_str());
+    return std::nullopt;
+  }
+  // The only place LibTorch's thread pools are sized.
+  if (absl::Status s = ApplyThreadBudget(c->threads); !s.ok()) {
+    std::fprintf(stderr, "rl-vla3: %s\n", std::string(s.message()).c_str());
     return std::nullopt;
   }
   return *std::move(c);
@@ -306,7 +312,6 @@ int VerbEval(const CommonFlags& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
   InitLogging(c->run.log_level);
-  at::set_num_threads(static_cast<int>(c->threads.torch_intra_op));
   const std::string path = f.Get("--checkpoint", "");
   if (path.empty()) {
     std::fprintf(stderr, "rl-vla3: eval needs --checkpoint PATH\n");

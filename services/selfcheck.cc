@@ -53,7 +53,6 @@ absl::StatusOr<SelfCheckReport> RunSelfCheck(
     const Config& config, MetricsRegistry* metrics,
     const std::function<void(const MetricsSnapshot&)>& on_tick) {
   const auto& sc = config.selfcheck;
-  at::set_num_threads(static_cast<int>(config.threads.torch_intra_op));
   torch::manual_seed(static_cast<uint64_t>(config.run.seed));
 
   const int64_t num_envs = sc.num_envs;

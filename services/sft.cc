@@ -265,7 +265,6 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
 absl::StatusOr<SftResult> RunSft(
     const Config& c, const std::string& run_dir,
     const std::function<void(const std::string&)>& progress) {
-  at::set_num_threads(static_cast<int>(c.threads.torch_intra_op));
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
   if (!tasks.ok()) return tasks.status();

@@ -91,7 +91,6 @@ absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
 absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
                                         const std::string& run_dir,
                                         const RunOptions& options) {
-  at::set_num_threads(static_cast<int>(c.threads.torch_intra_op));
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
   if (!parts.ok()) return parts.status();

@@ -713,7 +713,6 @@ absl::Status Engine::Run(const EngineHooks& hooks) {
   Impl& m = *impl_;
   m.hooks = hooks;
   m.stop_flag = &stop_requested_;
-  at::set_num_threads(static_cast<int>(m.config.threads.torch_intra_op));
   m.supervisor = std::make_unique<Supervisor>([&m] { m.StopAll(); });
   const auto t0 = Clock::now();
   m.metrics.Snapshot();  // rates start now
