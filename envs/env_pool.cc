@@ -84,7 +84,7 @@ struct EnvPool::Impl {
 };
 
 // Announcing the state is the caller's part (the sweep in the worker loop).
-void EnvPool::StepEnv(Impl& im, int id) {
+Clock::time_point EnvPool::StepEnv(Impl& im, int id) {
   EnvSlot& slot = *im.slots[id];
   ManipulationEnv& env = *slot.env;
   const auto t0 = Clock::now();
@@ -130,6 +130,7 @@ void EnvPool::StepEnv(Impl& im, int id) {
   slot.state.step_begin_ns = t0.time_since_epoch().count();
   slot.state.step_end_ns = t1.time_since_epoch().count();
   im.step_ms.Observe(slot.state.step_ms);
+  return t0;
 }
 
 EnvPool::EnvPool(const EnvPoolOptions& options)
@@ -265,17 +266,15 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
             ready.clear();
             for (size_t k = 0; k < n; ++k) {
               const int id = sweep[k];
-              EnvPool::StepEnv(im, id);
+              const Clock::time_point began = EnvPool::StepEnv(im, id);
               EnvSlot& slot = *im.slots[id];
               if (!o.latency.enabled()) {
                 ready.push_back(id);
                 continue;
               }
               const auto release =
-                  Clock::time_point(
-                      std::chrono::nanoseconds(slot.state.step_begin_ns)) +
-                  std::chrono::microseconds(
-                      static_cast<int64_t>(latency(slot.latency_rng) * 1000.0));
+                  began + std::chrono::microseconds(static_cast<int64_t>(
+                              latency(slot.latency_rng) * 1000.0));
               {
                 std::lock_guard<std::mutex> lock(im.delay_mu);
                 im.delayed.emplace(release, id);

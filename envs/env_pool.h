@@ -28,6 +28,7 @@
 #define RLVLA3_ENVS_ENV_POOL_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -140,8 +141,9 @@ class EnvPool {
  private:
   struct Impl;
   explicit EnvPool(const EnvPoolOptions& options);
-  // Steps (or resets) env `id` on its worker thread and fills its state.
-  static void StepEnv(Impl& im, int id);
+  // Steps (or resets) env `id` on its worker thread and fills its state;
+  // returns when the step began (the latency model counts from there).
+  static std::chrono::steady_clock::time_point StepEnv(Impl& im, int id);
   EnvPoolOptions options_;
   std::unique_ptr<Impl> impl_;
 };

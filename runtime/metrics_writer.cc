@@ -2,11 +2,10 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/text_file.h"
 
 namespace rlvla3 {
 namespace {
@@ -26,25 +25,7 @@ std::string JsonString(const std::string& s) {
   return out;
 }
 
-// OK, or the file and the reason of the stream's first failed write.
-absl::Status WriteStatus(const std::ofstream& out, const std::string& path) {
-  if (out.good()) return absl::OkStatus();
-  return absl::DataLossError(
-      absl::StrCat(path, ": write failed: ", std::strerror(errno)));
-}
-
 }  // namespace
-
-absl::Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::out | std::ios::trunc);
-  if (!out) {
-    return absl::UnavailableError(absl::StrCat(
-        path, ": cannot open for writing: ", std::strerror(errno)));
-  }
-  out << text;
-  out.flush();
-  return WriteStatus(out, path);
-}
 
 absl::StatusOr<std::unique_ptr<JsonlWriter>> JsonlWriter::Open(
     const std::string& path) {
@@ -62,7 +43,7 @@ absl::Status JsonlWriter::Write(const MetricsSnapshot& s) {
   line += "}\n";
   out_ << line;
   out_.flush();
-  return WriteStatus(out_, path_);
+  return StreamStatus(out_, path_);
 }
 
 absl::StatusOr<std::unique_ptr<CsvWriter>> CsvWriter::Open(
@@ -95,7 +76,7 @@ absl::Status CsvWriter::Write(const MetricsSnapshot& s) {
   }
   out_ << row << "\n";
   out_.flush();
-  return WriteStatus(out_, path_);
+  return StreamStatus(out_, path_);
 }
 
 ProgressLine::Mode ProgressLine::ParseMode(const std::string& name) {

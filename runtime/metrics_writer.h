@@ -29,10 +29,6 @@
 
 namespace rlvla3 {
 
-// Writes `text` to `path`, replacing it; an error names the file and the
-// reason (cannot open, disk full, ...).
-absl::Status WriteTextFile(const std::string& path, const std::string& text);
-
 // Writes {"elapsed_s": ..., "<name>": <value>, ...} per line; non-finite values
 // as null.
 class JsonlWriter {

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/text_file.h"
 
 namespace rlvla3 {
 namespace {
@@ -193,11 +193,7 @@ std::string RenderReportHtml(const Report& r) {
 }
 
 absl::Status WriteReportHtml(const Report& r, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  out << RenderReportHtml(r);
-  return out ? absl::OkStatus()
-             : absl::UnavailableError(absl::StrCat("write failed: ", path));
+  return WriteTextFile(path, RenderReportHtml(r));
 }
 
 }  // namespace rlvla3

@@ -3,11 +3,11 @@
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "runtime/text_file.h"
 
 namespace rlvla3 {
 namespace {
@@ -116,9 +116,7 @@ void TfEventsWriter::Scalar(absl::string_view tag, double value, int64_t step) {
 
 absl::Status TfEventsWriter::Flush() {
   out_.flush();
-  if (out_.good()) return absl::OkStatus();
-  return absl::DataLossError(
-      absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
+  return StreamStatus(out_, path_);
 }
 
 }  // namespace rlvla3

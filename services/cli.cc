@@ -20,6 +20,7 @@
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
 #include "runtime/report_html.h"
+#include "runtime/text_file.h"
 #include "runtime/thread_budget.h"
 #include "services/bench.h"
 #include "services/config_bridge.h"

@@ -3,11 +3,9 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
-#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -19,6 +17,7 @@
 #include "envs/task_file.h"
 #include "policies/checkpoint.h"
 #include "runtime/metrics_writer.h"
+#include "runtime/text_file.h"
 #include "runtime/tfevents_writer.h"
 #include "services/config_bridge.h"
 
@@ -216,10 +215,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
           << (ep.success ? 1 : 0) << ',' << (ep.late ? 1 : 0) << '\n';
     }
     csv.flush();
-    if (!csv) {
-      return absl::DataLossError(
-          absl::StrCat(episodes_csv, ": write failed: ", std::strerror(errno)));
-    }
+    if (absl::Status cs = StreamStatus(csv, episodes_csv); !cs.ok()) return cs;
     run.checkpoint = run_dir + "/checkpoints/final";
     if (absl::Status cs = SaveCheckpoint(run.checkpoint, e.net(), e.tokenizer(),
                                          run.summary.version);

@@ -394,68 +394,100 @@ void LearnerCore::TrainMicroBatch() {
   at::Tensor loss = terms.loss * loss_scale_;
   loss.backward();
 
-  auto acc = [](at::Tensor& into, const at::Tensor& v) {
-    into = into.defined() ? into + v : v;
-  };
-  acc(sum_loss_, loss.detach());
-  acc(sum_policy_, terms.policy_loss);
-  acc(sum_value_, terms.value_loss);
-  acc(sum_entropy_, terms.entropy);
-  acc(sum_clipped_, terms.clipped.sum());
-  acc(sum_kl_, terms.approx_kl.sum());
-  acc(sum_is_, terms.is_weight.sum());
-  const at::Tensor mn = terms.is_weight.min(), mx = terms.is_weight.max();
-  min_is_ = min_is_.defined() ? torch::min(min_is_, mn) : mn;
-  max_is_ = max_is_.defined() ? torch::max(max_is_, mx) : mx;
+  sums_.Add(terms, loss.detach());
   for (const SampleRef& r : batch) {
     if (--r.seg->unconsumed == 0) consumed_.push_back(r.seg);
   }
 }
 
-double LearnerCore::ClipGradients() {
-  std::vector<at::Tensor> params = net_->parameters();
-  if (options_.max_grad_norm > 0)
-    return torch::nn::utils::clip_grad_norm_(params, options_.max_grad_norm);
-  // One host read for the whole norm, not one per parameter.
-  std::vector<at::Tensor> sq;
-  for (const auto& p : params) {
-    if (p.grad().defined()) sq.push_back(p.grad().pow(2).sum());
+void LearnerCore::LossSums::Add(const PpoLossTerms& t, const at::Tensor& loss) {
+  const at::Tensor& r = t.ratio;
+  const at::Tensor add[] = {
+      loss,
+      t.policy_loss,
+      t.value_loss,
+      t.entropy,
+      t.clipped.sum(),
+      t.approx_kl.sum(),
+      ((r - 1) - r.log()).sum(),  // k3 estimate of KL(prox || theta)
+      t.is_weight.sum(),
+      t.is_weight.min(),
+      t.is_weight.max(),
+      r.sum(),
+      r.min(),
+      r.max()};
+  for (int f = 0; f < kFields; ++f) {
+    if (!v[f].defined()) {
+      v[f] = add[f];
+    } else if (f == kIsMin || f == kRatioMin) {
+      v[f] = torch::min(v[f], add[f]);
+    } else if (f == kIsMax || f == kRatioMax) {
+      v[f] = torch::max(v[f], add[f]);
+    } else {
+      v[f] = v[f] + add[f];
+    }
   }
-  return sq.empty() ? 0.0 : std::sqrt(torch::stack(sq).sum().item<double>());
+}
+
+at::Tensor LearnerCore::LossSums::Pack() const {
+  return torch::stack(std::vector<at::Tensor>(v, v + kFields))
+      .to(torch::kDouble);
+}
+
+at::Tensor LearnerCore::ClipGradients() {
+  std::vector<at::Tensor> grads, norms;
+  for (const auto& p : net_->parameters()) {
+    if (!p.grad().defined()) continue;
+    grads.push_back(p.grad());
+    norms.push_back(p.grad().norm(2));
+  }
+  if (grads.empty()) return torch::zeros({}, torch::kDouble);
+  const at::Tensor total = torch::stack(norms).norm(2);
+  if (options_.max_grad_norm > 0) {
+    // As torch::nn::utils::clip_grad_norm_, without its host read.
+    const at::Tensor coef =
+        torch::clamp_max(options_.max_grad_norm / (total + 1e-6), 1.0);
+    for (at::Tensor& g : grads) g.mul_(coef);
+  }
+  return total.to(torch::kDouble);
 }
 
 LearnerStepStats LearnerCore::Step() {
   if (multi_pass()) return StepEpochs();
   LearnerStepStats st;
   st.samples = samples_trained_;
-  if (samples_trained_ > 0) {
+  // One host read per optimizer step: the gradient norm and, when anything
+  // was trained, every loss statistic.
+  const at::Tensor norm_t = ClipGradients().reshape({1});
+  const at::Tensor all =
+      (sums_.empty() ? norm_t : torch::cat({norm_t, sums_.Pack()}))
+          .to(torch::kCPU)
+          .contiguous();
+  const double* v = all.data_ptr<double>();
+  const double norm = v[0];
+  st.grad_norm = norm;
+  if (!sums_.empty()) {
     const double n = static_cast<double>(samples_trained_);
-    // One host read per optimizer step for every statistic together.
-    at::Tensor all =
-        torch::stack({sum_loss_, sum_policy_, sum_value_, sum_entropy_,
-                      sum_clipped_, sum_kl_, sum_is_, min_is_, max_is_})
-            .to(torch::kDouble)
-            .to(torch::kCPU)
-            .contiguous();
-    const double* v = all.data_ptr<double>();
-    st.loss = v[0];
-    st.policy_loss = v[1];
-    st.value_loss = v[2];
-    st.entropy = v[3];
-    st.clip_fraction = v[4] / n;
-    st.approx_kl = v[5] / n;
-    st.is_weight_mean = v[6] / n;
-    st.is_weight_min = v[7];
-    st.is_weight_max = v[8];
+    const double* s = v + 1;
+    st.loss = s[LossSums::kLoss];
+    st.policy_loss = s[LossSums::kPolicy];
+    st.value_loss = s[LossSums::kValue];
+    st.entropy = s[LossSums::kEntropy];
+    st.clip_fraction = s[LossSums::kClipped] / n;
+    st.approx_kl = s[LossSums::kBehavKl] / n;
+    st.is_weight_mean = s[LossSums::kIsSum] / n;
+    st.is_weight_min = s[LossSums::kIsMin];
+    st.is_weight_max = s[LossSums::kIsMax];
+    st.ratio_mean = s[LossSums::kRatioSum] / n;
+    st.ratio_min = s[LossSums::kRatioMin];
+    st.ratio_max = s[LossSums::kRatioMax];
     st.lag_min = lag_min_;
     st.lag_max = lag_max_;
     st.lag_mean = lag_sum_ / n;
     // One pass whose proximal policy is the current one: the ratio is 1.
     st.epoch_clip_fraction = {st.clip_fraction};
-    st.epoch_approx_kl = {0.0};
+    st.epoch_approx_kl = {s[LossSums::kProxKl] / n};
   }
-  const double norm = ClipGradients();
-  st.grad_norm = norm;
   if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
     ++skipped_steps_;
     st.skipped = true;
@@ -475,8 +507,7 @@ LearnerStepStats LearnerCore::Step() {
   units_trained_ = 0;
   samples_trained_ = 0;
   lag_sum_ = 0;
-  sum_loss_ = sum_policy_ = sum_value_ = sum_entropy_ = sum_clipped_ = sum_kl_ =
-      sum_is_ = min_is_ = max_is_ = at::Tensor();
+  sums_ = LossSums();
   return st;
 }
 

@@ -154,6 +154,30 @@ class LearnerCore {
     float weight;   // loss weight
     bool unit_end;  // completes one unit of the global batch
   };
+  // Loss statistics summed over micro-batches, kept as tensors so that an
+  // update reads them from the device once.
+  struct LossSums {
+    enum Field {
+      kLoss,
+      kPolicy,
+      kValue,
+      kEntropy,
+      kClipped,
+      kBehavKl,
+      kProxKl,
+      kIsSum,
+      kIsMin,
+      kIsMax,
+      kRatioSum,
+      kRatioMin,
+      kRatioMax,
+      kFields
+    };
+    at::Tensor v[kFields];
+    void Add(const PpoLossTerms& terms, const at::Tensor& loss);
+    bool empty() const { return !v[kLoss].defined(); }
+    at::Tensor Pack() const;  // [kFields]
+  };
   // One micro-batch's learner inputs; advantages as stored (not normalised).
   struct MicroBatch {
     PolicyInput in;
@@ -170,9 +194,9 @@ class LearnerCore {
   // the update (defined in ppo_epochs.cc, with StepEpochs).
   void RecordProximal(const std::vector<SampleRef>& batch);
   LearnerStepStats StepEpochs();
-  // The gradient's global norm (clipped to max_grad_norm when set): one host
-  // read.
-  double ClipGradients();
+  // The gradient's global norm, as a tensor (no host read); with
+  // max_grad_norm the gradients are scaled to at most that norm.
+  at::Tensor ClipGradients();
   // After an update that changed the weights: the version advances, and with
   // target_kl the step's KL is measured and the learning rate adapted.
   void FinishUpdate(LearnerStepStats* st);
@@ -208,18 +232,17 @@ class LearnerCore {
   // The last micro-batch, to measure the step's KL (target_kl > 0 only).
   PolicyInput kl_in_;
   at::Tensor kl_tokens_, kl_mask_, kl_log_probs_;
-  // Per global batch, kept as tensors (read once, at Step).
-  at::Tensor sum_loss_, sum_policy_, sum_value_, sum_entropy_, sum_clipped_,
-      sum_kl_, sum_is_, min_is_, max_is_;
+  LossSums sums_;  // single pass: this global batch so far
   double lag_sum_ = 0, lag_min_ = 0, lag_max_ = 0;
   int64_t ready_unit_count_ = 0;
   // Running advantage moments (PPO normalisation), updated as segments arrive.
   bool adv_moments_set_ = false;
   double adv_mean_ = 0, adv_var_ = 1;
   std::vector<int64_t> lag_hist_;
-  // Multi-pass: the global batch being collected and its proximal log-probs.
+  // Multi-pass: the global batch being collected and its proximal log-probs
+  // (one tensor per micro-batch, left where they were computed).
   std::vector<SampleRef> batch_;
-  std::vector<float> batch_prox_;
+  std::vector<at::Tensor> batch_prox_;
   std::mt19937_64 shuffle_rng_;
 };
 

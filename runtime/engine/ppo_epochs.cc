@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "runtime/engine/learner.h"
@@ -17,14 +18,10 @@ namespace rlvla3 {
 void LearnerCore::RecordProximal(const std::vector<SampleRef>& batch) {
   torch::NoGradGuard no_grad;
   MicroBatch mb = Prepare(batch);
-  const at::Tensor prox =
-      (policy_->Evaluate(mb.in, mb.tokens).log_probs * mb.mask)
-          .sum(1)
-          .to(torch::kCPU)
-          .contiguous();
-  const float* p = prox.data_ptr<float>();
+  // Stays where it was computed: no host read while samples stream in.
+  batch_prox_.push_back(
+      (policy_->Evaluate(mb.in, mb.tokens).log_probs * mb.mask).sum(1));
   batch_.insert(batch_.end(), batch.begin(), batch.end());
-  batch_prox_.insert(batch_prox_.end(), p, p + batch.size());
 }
 
 LearnerStepStats LearnerCore::StepEpochs() {
@@ -51,36 +48,26 @@ LearnerStepStats LearnerCore::StepEpochs() {
     adv_std = std::sqrt(
         std::max(0.0, sq / static_cast<double>(n) - adv_mean * adv_mean));
   }
-  const at::Tensor prox_all = torch::from_blob(
-      batch_prox_.data(), {n}, torch::kFloat);  // lives until the end
+  const at::Tensor prox_all = torch::cat(batch_prox_);
 
-  // Per-epoch statistics stay tensors until one host read at the end.
-  std::vector<at::Tensor> epoch_clipped, epoch_kl;
-  at::Tensor sum_loss, sum_policy, sum_value, sum_entropy, sum_is, min_is,
-      max_is, sum_ratio, min_ratio, max_ratio;
-  auto acc = [](at::Tensor& into, const at::Tensor& v) {
-    into = into.defined() ? into + v : v;
-  };
-  auto keep_min = [](at::Tensor& into, const at::Tensor& v) {
-    into = into.defined() ? torch::min(into, v) : v;
-  };
-  auto keep_max = [](at::Tensor& into, const at::Tensor& v) {
-    into = into.defined() ? torch::max(into, v) : v;
-  };
-  std::vector<int64_t> order(static_cast<size_t>(n));
+  std::vector<LossSums> epoch_sums;  // read once, at the end
+  std::vector<int64_t> order(static_cast<size_t>(n)), idx;
   std::iota(order.begin(), order.end(), 0);
+  std::vector<SampleRef> refs;
+  idx.reserve(static_cast<size_t>(options_.micro_batch));
+  refs.reserve(static_cast<size_t>(options_.micro_batch));
   bool aborted = false;
   double last_norm = 0;
   for (int epoch = 0; epoch < epochs && !aborted; ++epoch) {
     std::shuffle(order.begin(), order.end(), shuffle_rng_);
-    at::Tensor clipped = torch::zeros({}), kl = torch::zeros({});
+    LossSums& sums = epoch_sums.emplace_back();
     for (int m = 0; m < minibatches && !aborted; ++m) {
       const int64_t lo = n * m / minibatches, hi = n * (m + 1) / minibatches;
       at::Tensor mb_loss = torch::zeros({});
       for (int64_t i = lo; i < hi; i += options_.micro_batch) {
         const int64_t j = std::min<int64_t>(hi, i + options_.micro_batch);
-        std::vector<SampleRef> refs;
-        std::vector<int64_t> idx(order.begin() + i, order.begin() + j);
+        idx.assign(order.begin() + i, order.begin() + j);
+        refs.clear();
         for (int64_t k : idx) refs.push_back(batch_[static_cast<size_t>(k)]);
         MicroBatch mb = Prepare(refs);
         // A sample's weight is 1 / global batch: scaled so that each
@@ -89,32 +76,25 @@ LearnerStepStats LearnerCore::StepEpochs() {
         at::Tensor adv = mb.adv;
         if (options_.algorithm != "grpo" && options_.normalize_advantages)
           adv = (adv - adv_mean) / (adv_std + 1e-8);
-        const at::Tensor prox =
-            prox_all.index_select(0, torch::tensor(idx, torch::kLong));
+        const at::Tensor prox = prox_all.index_select(
+            0, torch::tensor(idx, torch::TensorOptions()
+                                      .dtype(torch::kLong)
+                                      .device(prox_all.device())));
         EvalResult e = policy_->Evaluate(mb.in, mb.tokens);
         PpoLossTerms terms = Loss(mb, e, prox, adv);
         const at::Tensor loss = terms.loss * loss_scale_;
         loss.backward();
-        acc(mb_loss, loss.detach());
-        acc(sum_policy, terms.policy_loss);
-        acc(sum_value, terms.value_loss);
-        acc(sum_entropy, terms.entropy);
-        acc(sum_is, terms.is_weight.sum());
-        keep_min(min_is, terms.is_weight.min());
-        keep_max(max_is, terms.is_weight.max());
-        acc(sum_ratio, terms.ratio.sum());
-        keep_min(min_ratio, terms.ratio.min());
-        keep_max(max_ratio, terms.ratio.max());
-        clipped = clipped + terms.clipped.sum();
-        // k3 estimator of KL(prox || theta) per decision: r - 1 - log r.
-        kl = kl + ((terms.ratio - 1) - terms.ratio.log()).sum();
+        mb_loss = mb_loss + loss.detach();
+        sums.Add(terms, loss.detach());
       }
-      acc(sum_loss, mb_loss);
-      // One host read per minibatch step: the loss and the norm decide it.
-      const double norm = ClipGradients();
-      const double loss_value = mb_loss.item<double>();
-      last_norm = norm;
-      if (!std::isfinite(loss_value) || !std::isfinite(norm)) {
+      // One host read per minibatch step: its loss and gradient norm decide
+      // whether the step is taken.
+      const at::Tensor check =
+          torch::stack({mb_loss.to(torch::kDouble), ClipGradients()})
+              .to(torch::kCPU);
+      const double loss_value = check[0].item<double>();
+      last_norm = check[1].item<double>();
+      if (!std::isfinite(loss_value) || !std::isfinite(last_norm)) {
         aborted = true;
         break;
       }
@@ -122,44 +102,43 @@ LearnerStepStats LearnerCore::StepEpochs() {
       optimizer_->zero_grad();
       ++st.optimizer_steps;
     }
-    epoch_clipped.push_back(clipped);
-    epoch_kl.push_back(kl);
   }
   optimizer_->zero_grad();
   st.grad_norm = last_norm;
-  const double trained =
-      static_cast<double>(n * static_cast<int64_t>(epoch_clipped.size()));
-  if (trained > 0) {
-    const double passes = static_cast<double>(minibatches) *
-                          static_cast<double>(epoch_clipped.size());
-    at::Tensor all =
-        torch::cat(
-            {torch::stack({sum_loss, sum_policy, sum_value, sum_entropy, sum_is,
-                           min_is, max_is, sum_ratio, min_ratio, max_ratio}),
-             torch::stack(epoch_clipped), torch::stack(epoch_kl)})
-            .to(torch::kDouble)
-            .contiguous();
-    const double* v = all.data_ptr<double>();
-    st.loss = v[0] / passes;
-    st.policy_loss = v[1] / passes;
-    st.value_loss = v[2] / passes;
-    st.entropy = v[3] / passes;
-    st.is_weight_mean = v[4] / trained;
-    st.is_weight_min = v[5];
-    st.is_weight_max = v[6];
-    st.ratio_mean = v[7] / trained;
-    st.ratio_min = v[8];
-    st.ratio_max = v[9];
-    const size_t e = epoch_clipped.size();
-    double clipped_all = 0, kl_all = 0;
-    for (size_t k = 0; k < e; ++k) {
-      st.epoch_clip_fraction.push_back(v[10 + k] / static_cast<double>(n));
-      st.epoch_approx_kl.push_back(v[10 + e + k] / static_cast<double>(n));
-      clipped_all += v[10 + k];
-      kl_all += v[10 + e + k];
+  const size_t trained_epochs = epoch_sums.size();
+  if (n > 0 && trained_epochs > 0) {
+    std::vector<at::Tensor> packed;
+    for (const LossSums& s : epoch_sums) {
+      if (!s.empty()) packed.push_back(s.Pack());
     }
-    st.clip_fraction = clipped_all / trained;
-    st.approx_kl = kl_all / trained;
+    const at::Tensor all =
+        torch::stack(packed).to(torch::kCPU).contiguous();  // [epochs, fields]
+    const double* v = all.data_ptr<double>();
+    const double per_epoch = static_cast<double>(n);
+    const double trained = per_epoch * static_cast<double>(packed.size());
+    const double passes =
+        static_cast<double>(minibatches) * static_cast<double>(packed.size());
+    double total[LossSums::kFields] = {};
+    st.is_weight_min = st.ratio_min = std::numeric_limits<double>::infinity();
+    st.is_weight_max = st.ratio_max = -std::numeric_limits<double>::infinity();
+    for (size_t k = 0; k < packed.size(); ++k) {
+      const double* e = v + k * LossSums::kFields;
+      for (int f = 0; f < LossSums::kFields; ++f) total[f] += e[f];
+      st.is_weight_min = std::min(st.is_weight_min, e[LossSums::kIsMin]);
+      st.is_weight_max = std::max(st.is_weight_max, e[LossSums::kIsMax]);
+      st.ratio_min = std::min(st.ratio_min, e[LossSums::kRatioMin]);
+      st.ratio_max = std::max(st.ratio_max, e[LossSums::kRatioMax]);
+      st.epoch_clip_fraction.push_back(e[LossSums::kClipped] / per_epoch);
+      st.epoch_approx_kl.push_back(e[LossSums::kProxKl] / per_epoch);
+    }
+    st.loss = total[LossSums::kLoss] / passes;
+    st.policy_loss = total[LossSums::kPolicy] / passes;
+    st.value_loss = total[LossSums::kValue] / passes;
+    st.entropy = total[LossSums::kEntropy] / passes;
+    st.is_weight_mean = total[LossSums::kIsSum] / trained;
+    st.ratio_mean = total[LossSums::kRatioSum] / trained;
+    st.clip_fraction = total[LossSums::kClipped] / trained;
+    st.approx_kl = total[LossSums::kProxKl] / trained;
   }
   if (aborted && st.optimizer_steps == 0) {
     ++skipped_steps_;

@@ -1,0 +1,28 @@
+#include "runtime/text_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvla3 {
+
+absl::Status StreamStatus(const std::ostream& out, const std::string& path) {
+  if (out.good()) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat(path, ": write failed: ", std::strerror(errno)));
+}
+
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::out | std::ios::trunc);
+  if (!out) {
+    return absl::UnavailableError(absl::StrCat(
+        path, ": cannot open for writing: ", std::strerror(errno)));
+  }
+  out << text;
+  out.flush();
+  return StreamStatus(out, path);
+}
+
+}  // namespace rlvla3

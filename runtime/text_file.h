@@ -1,0 +1,25 @@
+// Output files whose failures are reported, never lost: a full disk or a
+// missing folder becomes an absl::Status naming the file and the reason.
+//
+//   if (absl::Status s = WriteTextFile(dir + "/bench.json", json); !s.ok())
+//     return s;  // "runs/x/bench.json: write failed: No space left on device"
+//
+//   out << line;
+//   out.flush();
+//   return StreamStatus(out, path);  // for files written piece by piece
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace rlvla3 {
+
+// OK, or `path` and errno's reason when a write to `out` has failed.
+absl::Status StreamStatus(const std::ostream& out, const std::string& path);
+
+// Writes `text` to `path`, replacing it, and flushes it.
+absl::Status WriteTextFile(const std::string& path, const std::string& text);
+
+}  // namespace rlvla3
