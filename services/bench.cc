@@ -13,9 +13,10 @@
 #include "absl/strings/str_format.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/allocator.h"
-#include "runtime/engine/learner.h"
-#include "runtime/engine/trajectory.h"
+#include "runtime/rollout_segment.h"
 #include "services/config_bridge.h"
+#include "services/engine_config.h"
+#include "services/learner/learner_core.h"
 
 namespace rlvla3 {
 namespace {
@@ -27,9 +28,9 @@ double Since(Clock::time_point t0) {
 }
 
 // The env pool alone, stepping every env with a zero action.
-absl::Status BenchEnvs(const EngineParts& parts, double seconds,
+absl::Status BenchEnvs(const EnvPoolOptions& options, double seconds,
                        StageAlone* out) {
-  absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(parts.pool);
+  absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
   if (!pool.ok()) return pool.status();
   EnvPool& p = **pool;
   std::vector<int> ready;
@@ -96,10 +97,10 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
   shape.height = static_cast<int>(c.env.image_height);
   shape.chunk = static_cast<int>(copy->options().chunk());
   shape.capacity = static_cast<int>(c.rl.rollout_len);
-  std::vector<std::unique_ptr<Segment>> segs;
+  std::vector<std::unique_ptr<RolloutSegment>> segs;
   std::mt19937 rng(static_cast<uint32_t>(c.run.seed));
   for (int64_t i = 0; i < c.env.num_envs; ++i) {
-    auto s = std::make_unique<Segment>(shape);
+    auto s = std::make_unique<RolloutSegment>(shape);
     for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
     for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
     for (auto& b : s->tokens) b = static_cast<uint8_t>(rng());
@@ -108,7 +109,7 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
   int64_t trained = 0;
   const auto t0 = Clock::now();
   while (Since(t0) < seconds) {
-    std::vector<Segment*> batch;
+    std::vector<RolloutSegment*> batch;
     for (auto& s : segs) {
       s->Clear();
       s->n = shape.capacity;
@@ -147,10 +148,14 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   c.rl.max_steps = 0;
   absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
   if (!parts.ok()) return parts.status();
-  r.latency = parts->pool.latency.Describe();
+  absl::StatusOr<LocalEngineOptions> engine =
+      LocalEngineOptionsFromConfig(c, *parts);
+  if (!engine.ok()) return engine.status();
+  const EnvPoolOptions& pool = engine->rollout.pool;
+  r.latency = pool.latency.Describe();
   const double stage_s = std::max(3.0, duration_s / 4);
   spdlog::info("bench: each stage alone for {:.0f} s", stage_s);
-  if (absl::Status s = BenchEnvs(*parts, stage_s, &r.alone); !s.ok()) return s;
+  if (absl::Status s = BenchEnvs(pool, stage_s, &r.alone); !s.ok()) return s;
   BenchInference(c, *parts, stage_s, &r.alone);
   BenchLearner(c, *parts, stage_s, &r.alone);
   const double E = r.execute_steps;

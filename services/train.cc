@@ -20,6 +20,7 @@
 #include "runtime/text_file.h"
 #include "runtime/tfevents_writer.h"
 #include "services/config_bridge.h"
+#include "services/engine_config.h"
 
 namespace rlvla3 {
 namespace {
@@ -27,14 +28,11 @@ namespace {
 // Version ranges in the success-by-start-version summary and chart.
 constexpr int kSuccessBuckets = 4;
 
-std::atomic<Engine*> g_engine{nullptr};
+// Set by SIGINT/SIGTERM (a signal handler can only reach a global; the
+// engine polls it through EngineHooks::should_stop).
 std::atomic<bool> g_interrupted{false};
 
-extern "C" void StopOnSignal(int) {
-  g_interrupted.store(true);
-  Engine* e = g_engine.load();
-  if (e != nullptr) e->Stop();
-}
+extern "C" void StopOnSignal(int) { g_interrupted.store(true); }
 
 }  // namespace
 
@@ -46,56 +44,19 @@ void InstallStopSignalHandlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
-  EngineParts p;
-  absl::StatusOr<std::vector<TaskSpec>> tasks =
-      ResolveTaskList(c.env.tasks, "env.tasks");
-  if (!tasks.ok()) return tasks.status();
-  // The pool resolves each env's task again: keep task files as their paths.
-  std::vector<std::string> names, instructions;
-  if (c.env.tasks != "all") {
-    for (absl::string_view n :
-         absl::StrSplit(c.env.tasks, ',', absl::SkipEmpty())) {
-      names.emplace_back(n);
-    }
-  }
-  for (const TaskSpec& t : *tasks) {
-    if (c.env.tasks == "all") names.push_back(t.name);
-    instructions.push_back(t.instruction);
-  }
-  p.pool = EnvPoolOptionsFromConfig(c, names);
-  if (!c.rl.init_checkpoint.empty()) {
-    absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(c.rl.init_checkpoint);
-    if (!ck.ok()) return ck.status();
-    p.net = ck->net;
-    p.tokenizer = ck->tokenizer;
-    p.version = ck->version;
-    spdlog::info("train: starting from {} (policy version {})",
-                 c.rl.init_checkpoint, p.version);
-  } else {
-    p.tokenizer = TextTokenizer::Build(instructions);
-    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-    p.net = TinyVLA(TinyVLAOptionsFromConfig(c, p.tokenizer.size()));
-  }
-  if (c.rl.init_action_temperature > 0) {
-    torch::NoGradGuard no_grad;
-    p.net->named_parameters()["action_log_scale"].fill_(
-        -std::log(c.rl.init_action_temperature));
-    spdlog::info("train: sampling temperature {} on every action dimension",
-                 c.rl.init_action_temperature);
-  }
-  return p;
-}
-
 absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
                                         const std::string& run_dir,
                                         const RunOptions& options) {
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
   if (!parts.ok()) return parts.status();
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(c, *parts);
+  absl::StatusOr<LocalEngineOptions> engine_options =
+      LocalEngineOptionsFromConfig(c, *parts);
+  if (!engine_options.ok()) return engine_options.status();
+  absl::StatusOr<std::unique_ptr<LocalEngine>> engine =
+      LocalEngine::Create(*engine_options, *parts);
   if (!engine.ok()) return engine.status();
-  Engine& e = **engine;
+  LocalEngine& e = **engine;
   EngineRun run;
   run.run_dir = run_dir;
   run.success_window = c.rl.success_window;
@@ -189,11 +150,8 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
       fail_output(SaveCheckpoint(dir, e.net(), e.tokenizer(), st.version));
     }
   };
-  g_engine.store(&e);
-  // A signal that came during start-up, before there was an engine to stop.
-  if (g_interrupted.load()) e.Stop();
+  hooks.should_stop = [] { return g_interrupted.load(); };
   absl::Status s = e.Run(hooks);
-  g_engine.store(nullptr);
   progress.Finish();
   run.interrupted = g_interrupted.load();
   if (!s.ok()) return s;
@@ -328,7 +286,7 @@ std::string FormatTrainSummary(const EngineRun& r) {
   // so a window of one or two episodes is not reported as a rate.
   std::string first_success = "n/a", last_success = "n/a";
   if (!r.curve.empty()) {
-    const Engine::LearningPoint* first = &r.curve.back();
+    const LocalEngine::LearningPoint* first = &r.curve.back();
     for (const auto& p : r.curve) {
       if (static_cast<int64_t>(p.episodes) >= r.success_window) {
         first = &p;

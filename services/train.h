@@ -18,13 +18,10 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
-#include "runtime/engine/engine.h"
 #include "runtime/report_html.h"
+#include "services/engine/local_engine.h"
 
 namespace rlvla3 {
-
-// Tasks, network, tokenizer and version the engine starts from.
-absl::StatusOr<EngineParts> BuildEngineParts(const Config& c);
 
 // One point per metrics interval.
 struct RunSample {
@@ -38,8 +35,8 @@ struct EngineRun {
   std::string run_dir;
   EngineSummary summary;
   std::vector<RunSample> samples;
-  std::vector<Engine::LearningPoint> curve;
-  std::vector<Engine::EpisodeRecord> episodes;
+  std::vector<LocalEngine::LearningPoint> curve;
+  std::vector<EpisodeRecord> episodes;
   std::vector<int64_t> lag_histogram;
   std::vector<StageInterval> timeline;
   std::string checkpoint;  // final checkpoint folder (train only)

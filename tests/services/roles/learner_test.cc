@@ -1,5 +1,3 @@
-#include "runtime/engine/learner.h"
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -10,6 +8,7 @@
 #include <random>
 
 #include "policies/tiny_vla_policy.h"
+#include "services/learner/learner_core.h"
 
 namespace rlvla3 {
 namespace {
@@ -37,7 +36,7 @@ SegmentShape Shape() {
 
 // A segment of `n` decisions with random observations and actions, all taken
 // by behaviour version `version`.
-void Fill(Segment* s, int n, uint64_t version, uint32_t seed) {
+void Fill(RolloutSegment* s, int n, uint64_t version, uint32_t seed) {
   std::mt19937 rng(seed);
   s->Clear();
   for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
@@ -68,7 +67,7 @@ class LearnerTest : public testing::Test {
     options_.max_policy_lag = 1;
     options_.lr = 1e-2;
     for (int i = 0; i < 4; ++i)
-      segs_.push_back(std::make_unique<Segment>(Shape()));
+      segs_.push_back(std::make_unique<RolloutSegment>(Shape()));
   }
   std::vector<at::Tensor> Weights(LearnerCore& l) {
     std::vector<at::Tensor> out;
@@ -85,7 +84,7 @@ class LearnerTest : public testing::Test {
   }
   at::Tensor text_, lens_;
   LearnerOptions options_;
-  std::vector<std::unique_ptr<Segment>> segs_;
+  std::vector<std::unique_ptr<RolloutSegment>> segs_;
 };
 
 TEST_F(LearnerTest, OneOptimizerStepPerGlobalBatchWithCarryOver) {
@@ -145,8 +144,9 @@ TEST_F(LearnerTest, ActionLogScaleLearnsAtItsOwnRate) {
 
 // One global batch on `l` from segments a and b (filled with `seed` and
 // seed + 1 at behaviour version `version`).
-LearnerStepStats TrainOneStep(LearnerCore& l, Segment* a, Segment* b,
-                              uint64_t version, uint32_t seed) {
+LearnerStepStats TrainOneStep(LearnerCore& l, RolloutSegment* a,
+                              RolloutSegment* b, uint64_t version,
+                              uint32_t seed) {
   Fill(a, 4, version, seed);
   Fill(b, 4, version, seed + 1);
   l.Add({a, b});
@@ -219,7 +219,7 @@ TEST_F(LearnerTest, SamplesOverTheLagBoundAreDropped) {
   l.Add({segs_[0].get(), segs_[1].get(), segs_[2].get()});
   EXPECT_EQ(l.dropped_samples(), 7);
   EXPECT_EQ(l.ready_samples(), 4);
-  const std::vector<Segment*> back = l.TakeConsumed();
+  const std::vector<RolloutSegment*> back = l.TakeConsumed();
   EXPECT_EQ(back.size(), 2u);  // the dropped ones go back to the pool at once
 }
 
@@ -327,7 +327,7 @@ TEST_F(LearnerTest, StreamedAndWholeBatchUpdatesAreIdentical) {
   while (whole.CanTrain()) whole.TrainMicroBatch();
   const LearnerStepStats a = whole.Step();
   // Async: one segment at a time, training whenever a micro-batch is ready.
-  for (Segment* s : {segs_[2].get(), segs_[3].get()}) {
+  for (RolloutSegment* s : {segs_[2].get(), segs_[3].get()}) {
     streamed.Add({s});
     while (streamed.ShouldTrain()) streamed.TrainMicroBatch();
   }
@@ -363,8 +363,8 @@ TEST_F(LearnerTest, GrpoWaitsForTheWholeGroup) {
   segs_[1]->episode_return = 0;
   l.Add({segs_[1].get()});
   EXPECT_EQ(l.ready_samples(), 5);
-  EXPECT_NEAR(segs_[0]->advantages[0], 1.0f, 1e-5);
-  EXPECT_NEAR(segs_[1]->advantages[1], -1.0f, 1e-5);
+  EXPECT_NEAR(l.AdvantageOf(segs_[0].get(), 0), 1.0f, 1e-5);
+  EXPECT_NEAR(l.AdvantageOf(segs_[1].get(), 1), -1.0f, 1e-5);
   while (l.CanTrain()) l.TrainMicroBatch();
   ASSERT_TRUE(l.ReadyToStep());
   EXPECT_EQ(l.Step().samples, 5);
@@ -415,8 +415,8 @@ TEST_F(LearnerTest, StepMakesPositiveAdvantageActionsMoreLikely) {
   // Per chunk step log-probs [3, K] of segment i's taken actions.
   auto log_probs = [&](int i) {
     torch::NoGradGuard no_grad;
-    Segment* s = segs_[i].get();
-    std::vector<Segment*> segs(3, s);
+    RolloutSegment* s = segs_[i].get();
+    std::vector<RolloutSegment*> segs(3, s);
     std::vector<int> slots = {0, 1, 2};
     at::Tensor tokens;
     PolicyInput in = GatherFromSegments(segs, slots, text_, lens_, &tokens);

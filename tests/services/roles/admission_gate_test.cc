@@ -1,4 +1,4 @@
-#include "runtime/engine/admission_gate.h"
+#include "services/rollout/admission_gate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// File: runtime/engine/learner.h
+// File: services/learner/learner_core.h
 // -----------------------------------------------------------------------------
 // LearnerCore: the learner's algorithm, without threads. Segments stream in
 // (Add), are checked for staleness (dropped, and counted, beyond the lag
@@ -16,10 +16,10 @@
 //   learner.Add({segment});
 //   while (learner.CanTrain()) learner.TrainMicroBatch();
 //   if (learner.ReadyToStep()) LearnerStepStats s = learner.Step();
-//   for (Segment* done : learner.TakeConsumed()) pool.Release(done);
+//   for (RolloutSegment* done : learner.TakeConsumed()) pool.Release(done);
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_ENGINE_LEARNER_H_
-#define RLVLA3_RUNTIME_ENGINE_LEARNER_H_
+#ifndef RLVLA3_SERVICES_LEARNER_LEARNER_CORE_H_
+#define RLVLA3_SERVICES_LEARNER_LEARNER_CORE_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -35,8 +35,8 @@
 #include "policies/policy.h"
 #include "policies/tiny_vla.h"
 #include "runtime/config.h"
-#include "runtime/engine/ppo_loss.h"
-#include "runtime/engine/trajectory.h"
+#include "runtime/rollout_segment.h"
+#include "services/learner/ppo_loss.h"
 
 namespace torch::optim {
 class AdamW;
@@ -47,7 +47,7 @@ namespace rlvla3 {
 // B observations from segment slots (segs[b], slots[b]) as a PolicyInput,
 // instructions from the task table; with `tokens`, also the taken action
 // tokens (int64 [B, K, A]). Used by the actors and the learner alike.
-PolicyInput GatherFromSegments(absl::Span<Segment* const> segs,
+PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
                                absl::Span<const int> slots,
                                const at::Tensor& text,
                                const at::Tensor& text_len, at::Tensor* tokens);
@@ -120,13 +120,13 @@ class LearnerCore {
 
   // Takes ownership of the segments until TakeConsumed hands them back.
   // Segments over the lag bound are dropped (returned by TakeConsumed too).
-  void Add(const std::vector<Segment*>& segments);
+  void Add(const std::vector<RolloutSegment*>& segments);
   bool CanTrain() const;     // ready samples, and the batch is not complete
   bool ReadyToStep() const;  // all of the global batch's units are trained
   void TrainMicroBatch();
   LearnerStepStats Step();
   // Segments whose samples are all trained (or that were dropped).
-  std::vector<Segment*> TakeConsumed();
+  std::vector<RolloutSegment*> TakeConsumed();
   // A deep copy of the network for inference, at the current version.
   std::shared_ptr<Policy> MakeSnapshot();
 
@@ -144,12 +144,22 @@ class LearnerCore {
   bool ShouldTrain() const;
   // Trained samples per policy lag (index = lag), over the whole run.
   const std::vector<int64_t>& lag_histogram() const { return lag_hist_; }
+  // The advantage of sample `t` of a segment the learner holds (NaN if it
+  // holds none such): for tests and inspection.
+  float AdvantageOf(const RolloutSegment* s, int t) const;
   // Test hook: multiplies every micro-batch loss (NaN injects a bad step).
   void set_loss_scale_for_test(double s) { loss_scale_ = s; }
 
  private:
+  // The learner's private state of one arrived segment: what does not cross
+  // the segment channel. Recycled (no allocation once warm).
+  struct TrainSegment {
+    RolloutSegment* rollout = nullptr;
+    std::vector<float> advantages, returns;
+    int unconsumed = 0;  // samples not yet trained on
+  };
   struct SampleRef {
-    Segment* seg;
+    TrainSegment* seg;
     int t;
     float weight;   // loss weight
     bool unit_end;  // completes one unit of the global batch
@@ -202,10 +212,13 @@ class LearnerCore {
   void FinishUpdate(LearnerStepStats* st);
   // Forgets the KL probe of this update.
   void ClearKlProbe();
-  void AddPpo(const std::vector<Segment*>& segs);
-  void UpdateAdvantageMoments(const std::vector<Segment*>& segs);
-  void AddGrpo(Segment* seg);
-  void DropGroupMember(Segment* seg);
+  TrainSegment* Track(RolloutSegment* s);
+  // All of `t`'s samples are trained (or dropped): its rollout goes back.
+  void Consume(TrainSegment* t);
+  void AddPpo(const std::vector<RolloutSegment*>& segs);
+  void UpdateAdvantageMoments(const std::vector<TrainSegment*>& segs);
+  void AddGrpo(RolloutSegment* seg);
+  void DropGroupMember(RolloutSegment* seg);
   PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
   // KL(before || after) of the step just taken, per decision of the last
   // micro-batch, and the learning-rate adaptation it drives.
@@ -219,8 +232,10 @@ class LearnerCore {
   uint64_t version_;
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::deque<SampleRef> ready_;
-  std::vector<Segment*> consumed_;
-  std::map<uint64_t, std::vector<Segment*>> groups_;  // GRPO
+  std::vector<RolloutSegment*> consumed_;
+  std::map<uint64_t, std::vector<TrainSegment*>> groups_;  // GRPO
+  std::vector<std::unique_ptr<TrainSegment>> tracked_;
+  std::vector<TrainSegment*> free_tracked_;
   // GRPO groups that lost a member to the lag bound -> members seen so far.
   std::map<uint64_t, int> poisoned_groups_;
   int64_t units_trained_ = 0;  // in the current global batch
@@ -248,4 +263,4 @@ class LearnerCore {
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_ENGINE_LEARNER_H_
+#endif  // RLVLA3_SERVICES_LEARNER_LEARNER_CORE_H_

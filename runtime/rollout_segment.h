@@ -1,4 +1,4 @@
-// File: runtime/engine/trajectory.h
+// File: runtime/rollout_segment.h
 // -----------------------------------------------------------------------------
 // Level 2 payload: a trajectory segment of one env, filled decision by
 // decision by the rollout side and consumed sample by sample by the learner.
@@ -11,13 +11,13 @@
 //
 // Example:
 //   SegmentPool pool(shape, /*count=*/64);
-//   Segment* s = pool.Acquire();        // blocks while all are in use
+//   RolloutSegment* s = pool.Acquire();        // blocks while all are in use
 //   std::memcpy(s->agentview_at(s->n), obs.agentview.data(), s->image_bytes);
 //   ...
 //   pool.Release(s);                    // learner, after training on it
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_ENGINE_TRAJECTORY_H_
-#define RLVLA3_RUNTIME_ENGINE_TRAJECTORY_H_
+#ifndef RLVLA3_RUNTIME_ROLLOUT_SEGMENT_H_
+#define RLVLA3_RUNTIME_ROLLOUT_SEGMENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -35,8 +35,8 @@ struct SegmentShape {
   int capacity = 16;  // decisions per segment
 };
 
-struct Segment {
-  explicit Segment(const SegmentShape& s);
+struct RolloutSegment {
+  explicit RolloutSegment(const SegmentShape& s);
   void Clear();
 
   uint8_t* agentview_at(int t) { return agentview.data() + t * image_bytes; }
@@ -46,6 +46,21 @@ struct Segment {
     return tokens.data() + t * shape.chunk * shape.action_dim;
   }
   float* log_probs_at(int t) { return log_probs.data() + t * shape.chunk; }
+  const uint8_t* agentview_at(int t) const {
+    return agentview.data() + t * image_bytes;
+  }
+  const uint8_t* wrist_at(int t) const {
+    return wrist.data() + t * image_bytes;
+  }
+  const float* proprio_at(int t) const {
+    return proprio.data() + t * shape.proprio_dim;
+  }
+  const uint8_t* tokens_at(int t) const {
+    return tokens.data() + t * shape.chunk * shape.action_dim;
+  }
+  const float* log_probs_at(int t) const {
+    return log_probs.data() + t * shape.chunk;
+  }
   bool full() const { return n >= shape.capacity; }
   uint64_t min_version() const;
   uint64_t max_version() const;
@@ -54,6 +69,7 @@ struct Segment {
   size_t image_bytes;
 
   // Identity.
+  uint64_t run_id = 0;  // the run (or worker) that produced it
   int env_id = 0;
   int task = 0;            // row of the engine's instruction table
   int64_t index = 0;       // segments emitted by this env before this one
@@ -77,27 +93,25 @@ struct Segment {
   std::vector<uint8_t> terminal;          // episode ended after this decision
   std::vector<uint8_t> executed;          // chunk steps actually stepped
   std::vector<uint64_t> versions;         // behaviour policy version
-  // Learner scratch.
-  std::vector<float> advantages, returns;
-  int unconsumed = 0;  // samples not yet trained on
 };
 
-// A fixed set of segments and a free list; Acquire blocks while all are out.
+// A fixed set of segments (the in-process segment channel's storage) and a free
+// list; Acquire blocks while all are out.
 class SegmentPool {
  public:
   SegmentPool(const SegmentShape& shape, int count);
   // Null once the pool is closed.
-  Segment* Acquire();
-  void Release(Segment* s);
+  RolloutSegment* Acquire();
+  void Release(RolloutSegment* s);
   void Close() { free_.Close(); }
   int size() const { return static_cast<int>(all_.size()); }
   size_t available() const { return free_.depth(); }
 
  private:
-  std::vector<std::unique_ptr<Segment>> all_;
-  BoundedQueue<Segment*> free_;
+  std::vector<std::unique_ptr<RolloutSegment>> all_;
+  BoundedQueue<RolloutSegment*> free_;
 };
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_ENGINE_TRAJECTORY_H_
+#endif  // RLVLA3_RUNTIME_ROLLOUT_SEGMENT_H_

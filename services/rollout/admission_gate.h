@@ -1,4 +1,4 @@
-// File: runtime/engine/admission_gate.h
+// File: services/rollout/admission_gate.h
 // -----------------------------------------------------------------------------
 // Staleness bound by admission control (as AReaL's and Sample Factory's):
 // each env may take unit n (a decision for PPO, an episode for GRPO) only if
@@ -13,8 +13,8 @@
 //   if (gate.TryAdmit(env, decisions_taken)) Submit(env);  // else parked
 //   for (int env : gate.Advance(new_version)) Submit(env);  // learner side
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_ENGINE_ADMISSION_GATE_H_
-#define RLVLA3_RUNTIME_ENGINE_ADMISSION_GATE_H_
+#ifndef RLVLA3_SERVICES_ROLLOUT_ADMISSION_GATE_H_
+#define RLVLA3_SERVICES_ROLLOUT_ADMISSION_GATE_H_
 
 #include <cstdint>
 #include <vector>
@@ -53,4 +53,4 @@ class AdmissionGate {
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_ENGINE_ADMISSION_GATE_H_
+#endif  // RLVLA3_SERVICES_ROLLOUT_ADMISSION_GATE_H_

@@ -11,7 +11,7 @@
 #include <limits>
 #include <numeric>
 
-#include "runtime/engine/learner.h"
+#include "services/learner/learner_core.h"
 
 namespace rlvla3 {
 
@@ -160,7 +160,7 @@ LearnerStepStats LearnerCore::StepEpochs() {
   st.version = version_;
   ClearKlProbe();
   for (const SampleRef& r : batch_) {
-    if (--r.seg->unconsumed == 0) consumed_.push_back(r.seg);
+    if (--r.seg->unconsumed == 0) Consume(r.seg);
   }
   batch_.clear();
   batch_prox_.clear();

@@ -1,4 +1,4 @@
-#include "runtime/engine/advantages.h"
+#include "services/learner/advantages.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,12 @@
-// File: runtime/engine/weight_store.h
+// File: runtime/versioned_store.h
 // -----------------------------------------------------------------------------
-// Level 3 of the engine: the learner publishes versioned, immutable weight
-// snapshots; inference actors take the latest one between batches. Publishing
-// builds the snapshot first (on the learner's thread) and then swaps one
-// shared_ptr under a lock held for a pointer copy, so an actor never waits for
-// a publish in progress, and the snapshot an actor holds stays alive until its
-// batch is done (double buffering: the old and new snapshots coexist).
+// The storage behind the in-process weight channel: the learner publishes
+// versioned, immutable weight snapshots; inference actors take the latest one
+// between batches. Publishing builds the snapshot first (on the learner's
+// thread) and then swaps one shared_ptr under a lock held for a pointer copy,
+// so an actor never waits for a publish in progress, and the snapshot an actor
+// holds stays alive until its batch is done (double buffering: the old and new
+// snapshots coexist).
 //
 // Example:
 //   VersionedStore<Policy> store;
@@ -13,8 +14,8 @@
 //   VersionedStore<Policy>::Entry e = store.Latest();   // {policy, version}
 //   if (e.version != my_version) { current = e.value; }
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_ENGINE_WEIGHT_STORE_H_
-#define RLVLA3_RUNTIME_ENGINE_WEIGHT_STORE_H_
+#ifndef RLVLA3_RUNTIME_VERSIONED_STORE_H_
+#define RLVLA3_RUNTIME_VERSIONED_STORE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -65,4 +66,4 @@ class VersionedStore {
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_ENGINE_WEIGHT_STORE_H_
+#endif  // RLVLA3_RUNTIME_VERSIONED_STORE_H_

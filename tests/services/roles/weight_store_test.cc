@@ -1,13 +1,13 @@
 // A weight publish never blocks inference: building a snapshot and releasing
 // the previous one both happen outside the store's lock.
-#include "runtime/engine/weight_store.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <future>
 #include <thread>
+
+#include "runtime/versioned_store.h"
 
 namespace rlvla3 {
 namespace {

@@ -1,4 +1,4 @@
-// File: runtime/engine/ppo_loss.h
+// File: services/learner/ppo_loss.h
 // -----------------------------------------------------------------------------
 // The learner's decoupled PPO objective (Hilton et al. 2022, as in AReaL):
 //   ratio  = pi_theta(a|s) / pi_prox(a|s)               (clipped to 1 +- eps)
@@ -19,8 +19,8 @@
 //   PpoLossTerms t = DecoupledPpoLoss(in, options);
 //   t.loss.backward();
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_ENGINE_PPO_LOSS_H_
-#define RLVLA3_RUNTIME_ENGINE_PPO_LOSS_H_
+#ifndef RLVLA3_SERVICES_LEARNER_PPO_LOSS_H_
+#define RLVLA3_SERVICES_LEARNER_PPO_LOSS_H_
 
 #include <ATen/core/Tensor.h>
 
@@ -62,4 +62,4 @@ PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in,
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_ENGINE_PPO_LOSS_H_
+#endif  // RLVLA3_SERVICES_LEARNER_PPO_LOSS_H_

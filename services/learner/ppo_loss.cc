@@ -1,4 +1,4 @@
-#include "runtime/engine/ppo_loss.h"
+#include "services/learner/ppo_loss.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/engine/learner.h"
+#include "services/learner/learner_core.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -10,7 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "policies/tiny_vla_policy.h"
-#include "runtime/engine/advantages.h"
+#include "services/learner/advantages.h"
 
 namespace rlvla3 {
 
@@ -95,7 +95,7 @@ int64_t LearnerCore::waiting_episodes() const {
   return n;
 }
 
-PolicyInput GatherFromSegments(absl::Span<Segment* const> segs,
+PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
                                absl::Span<const int> slots,
                                const at::Tensor& text,
                                const at::Tensor& text_len, at::Tensor* tokens) {
@@ -113,7 +113,7 @@ PolicyInput GatherFromSegments(absl::Span<Segment* const> segs,
     tok = torch::empty({B, sh.chunk, sh.action_dim}, torch::kByte);
   }
   for (int64_t b = 0; b < B; ++b) {
-    Segment* s = segs[b];
+    RolloutSegment* s = segs[b];
     const int t = slots[b];
     std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img, s->agentview_at(t),
                 img);
@@ -133,19 +133,46 @@ PolicyInput GatherFromSegments(absl::Span<Segment* const> segs,
 
 PolicyInput LearnerCore::Gather(const std::vector<SampleRef>& batch,
                                 at::Tensor* tokens) {
-  std::vector<Segment*> segs;
+  std::vector<RolloutSegment*> segs;
   std::vector<int> slots;
   for (const SampleRef& r : batch) {
-    segs.push_back(r.seg);
+    segs.push_back(r.seg->rollout);
     slots.push_back(r.t);
   }
   return GatherFromSegments(segs, slots, text_, text_len_, tokens);
 }
 
-void LearnerCore::Add(const std::vector<Segment*>& segments) {
+LearnerCore::TrainSegment* LearnerCore::Track(RolloutSegment* s) {
+  if (free_tracked_.empty()) {
+    tracked_.push_back(std::make_unique<TrainSegment>());
+    free_tracked_.push_back(tracked_.back().get());
+  }
+  TrainSegment* t = free_tracked_.back();
+  free_tracked_.pop_back();
+  t->rollout = s;
+  t->advantages.resize(static_cast<size_t>(s->shape.capacity));
+  t->returns.resize(static_cast<size_t>(s->shape.capacity));
+  t->unconsumed = 0;
+  return t;
+}
+
+float LearnerCore::AdvantageOf(const RolloutSegment* s, int t) const {
+  for (const auto& ts : tracked_) {
+    if (ts->rollout == s && t >= 0 && t < s->n) return ts->advantages[t];
+  }
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
+void LearnerCore::Consume(TrainSegment* t) {
+  consumed_.push_back(t->rollout);
+  t->rollout = nullptr;
+  free_tracked_.push_back(t);
+}
+
+void LearnerCore::Add(const std::vector<RolloutSegment*>& segments) {
   const bool grpo = options_.algorithm == "grpo";
-  std::vector<Segment*> fresh;
-  for (Segment* s : segments) {
+  std::vector<RolloutSegment*> fresh;
+  for (RolloutSegment* s : segments) {
     const uint64_t oldest = s->min_version();
     const bool stale = s->n == 0 || (version_ > oldest &&
                                      static_cast<int64_t>(version_ - oldest) >
@@ -163,18 +190,20 @@ void LearnerCore::Add(const std::vector<Segment*>& segments) {
   }
   if (fresh.empty()) return;
   if (options_.algorithm == "grpo") {
-    for (Segment* s : fresh) AddGrpo(s);
+    for (RolloutSegment* s : fresh) AddGrpo(s);
   } else {
     AddPpo(fresh);
   }
 }
 
-void LearnerCore::AddPpo(const std::vector<Segment*>& segs) {
+void LearnerCore::AddPpo(const std::vector<RolloutSegment*>& segs) {
   // V(s_n) for segments cut mid-episode, in one forward pass.
+  std::vector<TrainSegment*> tracked;
   std::vector<SampleRef> boot;
-  for (Segment* s : segs) {
+  for (RolloutSegment* s : segs) {
+    tracked.push_back(Track(s));
     if (s->has_bootstrap && !s->terminal[s->n - 1])
-      boot.push_back({s, s->n, 0, false});
+      boot.push_back({tracked.back(), s->n, 0, false});
   }
   std::vector<float> boot_values(boot.size(), 0.0f);
   if (!boot.empty()) {
@@ -187,7 +216,8 @@ void LearnerCore::AddPpo(const std::vector<Segment*>& segs) {
   }
   size_t k = 0;
   const float weight = 1.0f / static_cast<float>(options_.global_units);
-  for (Segment* s : segs) {
+  for (TrainSegment* ts : tracked) {
+    const RolloutSegment* s = ts->rollout;
     float bootstrap = 0.0f;
     if (s->has_bootstrap && !s->terminal[s->n - 1])
       bootstrap = boot_values[k++];
@@ -197,19 +227,20 @@ void LearnerCore::AddPpo(const std::vector<Segment*>& segs) {
                absl::MakeConstSpan(s->terminal.data(), n), bootstrap,
                static_cast<float>(options_.gamma),
                static_cast<float>(options_.gae_lambda),
-               absl::MakeSpan(s->advantages.data(), n),
-               absl::MakeSpan(s->returns.data(), n));
-    s->unconsumed = s->n;
-    for (int t = 0; t < s->n; ++t) ready_.push_back({s, t, weight, true});
+               absl::MakeSpan(ts->advantages.data(), n),
+               absl::MakeSpan(ts->returns.data(), n));
+    ts->unconsumed = s->n;
+    for (int t = 0; t < s->n; ++t) ready_.push_back({ts, t, weight, true});
     ready_unit_count_ += s->n;
   }
-  UpdateAdvantageMoments(segs);
+  UpdateAdvantageMoments(tracked);
 }
 
-void LearnerCore::UpdateAdvantageMoments(const std::vector<Segment*>& segs) {
+void LearnerCore::UpdateAdvantageMoments(
+    const std::vector<TrainSegment*>& segs) {
   double n = 0, sum = 0, sq = 0;
-  for (const Segment* s : segs) {
-    for (int t = 0; t < s->n; ++t) {
+  for (const TrainSegment* s : segs) {
+    for (int t = 0; t < s->rollout->n; ++t) {
       const double a = s->advantages[t];
       n += 1;
       sum += a;
@@ -231,15 +262,15 @@ void LearnerCore::UpdateAdvantageMoments(const std::vector<Segment*>& segs) {
   adv_var_ = (1 - a) * (adv_var_ + a * delta * delta) + a * var;
 }
 
-void LearnerCore::DropGroupMember(Segment* seg) {
+void LearnerCore::DropGroupMember(RolloutSegment* seg) {
   // A group without one of its episodes has no valid baseline: the members
   // already waiting and the ones still to come are dropped with it.
   int& seen = poisoned_groups_[seg->group];
   auto waiting = groups_.find(seg->group);
   if (waiting != groups_.end()) {
-    for (Segment* s : waiting->second) {
-      dropped_samples_ += s->n;
-      consumed_.push_back(s);
+    for (TrainSegment* s : waiting->second) {
+      dropped_samples_ += s->rollout->n;
+      Consume(s);
       ++seen;
     }
     groups_.erase(waiting);
@@ -249,22 +280,23 @@ void LearnerCore::DropGroupMember(Segment* seg) {
   if (++seen >= options_.grpo_group_size) poisoned_groups_.erase(seg->group);
 }
 
-void LearnerCore::AddGrpo(Segment* seg) {
-  std::vector<Segment*>& group = groups_[seg->group];
-  group.push_back(seg);
+void LearnerCore::AddGrpo(RolloutSegment* seg) {
+  std::vector<TrainSegment*>& group = groups_[seg->group];
+  group.push_back(Track(seg));
   if (static_cast<int>(group.size()) < options_.grpo_group_size) return;
   std::vector<float> returns;
-  for (Segment* s : group) returns.push_back(s->episode_return);
+  for (TrainSegment* s : group) returns.push_back(s->rollout->episode_return);
   const std::vector<float> adv = GroupNormalizedAdvantages(returns);
   for (size_t i = 0; i < group.size(); ++i) {
-    Segment* s = group[i];
-    const float weight = 1.0f / (static_cast<float>(s->n) *
+    TrainSegment* s = group[i];
+    const int n = s->rollout->n;
+    const float weight = 1.0f / (static_cast<float>(n) *
                                  static_cast<float>(options_.global_units));
-    s->unconsumed = s->n;
-    for (int t = 0; t < s->n; ++t) {
+    s->unconsumed = n;
+    for (int t = 0; t < n; ++t) {
       s->advantages[t] = adv[i];
       s->returns[t] = 0.0f;
-      ready_.push_back({s, t, weight, t == s->n - 1});
+      ready_.push_back({s, t, weight, t == n - 1});
     }
     ++ready_unit_count_;
   }
@@ -290,7 +322,7 @@ bool LearnerCore::ReadyToStep() const {
 LearnerCore::MicroBatch LearnerCore::Prepare(
     const std::vector<SampleRef>& batch) {
   const int64_t B = static_cast<int64_t>(batch.size());
-  const SegmentShape& sh = batch.front().seg->shape;
+  const SegmentShape& sh = batch.front().seg->rollout->shape;
   MicroBatch mb;
   mb.in = Gather(batch, &mb.tokens);
   mb.mask = torch::zeros({B, sh.chunk});
@@ -300,14 +332,14 @@ LearnerCore::MicroBatch LearnerCore::Prepare(
   mb.weight = torch::empty({B});
   auto m = mb.mask.accessor<float, 2>();
   for (int64_t b = 0; b < B; ++b) {
-    Segment* s = batch[b].seg;
+    const RolloutSegment* s = batch[b].seg->rollout;
     const int t = batch[b].t;
     const int exec = std::max<int>(1, s->executed[t]);
     for (int k = 0; k < exec && k < sh.chunk; ++k) m[b][k] = 1.0f;
     std::memcpy(behav_k.data_ptr<float>() + b * sh.chunk, s->log_probs_at(t),
                 sizeof(float) * sh.chunk);
-    mb.adv.data_ptr<float>()[b] = s->advantages[t];
-    mb.ret.data_ptr<float>()[b] = s->returns[t];
+    mb.adv.data_ptr<float>()[b] = batch[b].seg->advantages[t];
+    mb.ret.data_ptr<float>()[b] = batch[b].seg->returns[t];
     mb.weight.data_ptr<float>()[b] = batch[b].weight;
   }
   mb.behav = (behav_k * mb.mask).sum(1);
@@ -316,7 +348,7 @@ LearnerCore::MicroBatch LearnerCore::Prepare(
 
 void LearnerCore::RecordLags(const std::vector<SampleRef>& batch) {
   for (size_t b = 0; b < batch.size(); ++b) {
-    const Segment* s = batch[b].seg;
+    const RolloutSegment* s = batch[b].seg->rollout;
     const double lag = static_cast<double>(
         version_ - std::min(version_, s->versions[batch[b].t]));
     if (samples_trained_ == 0 && b == 0) {
@@ -396,7 +428,7 @@ void LearnerCore::TrainMicroBatch() {
 
   sums_.Add(terms, loss.detach());
   for (const SampleRef& r : batch) {
-    if (--r.seg->unconsumed == 0) consumed_.push_back(r.seg);
+    if (--r.seg->unconsumed == 0) Consume(r.seg);
   }
 }
 
@@ -549,8 +581,8 @@ void LearnerCore::AdaptLearningRate(double step_kl) {
       .lr(lr_);
 }
 
-std::vector<Segment*> LearnerCore::TakeConsumed() {
-  std::vector<Segment*> out;
+std::vector<RolloutSegment*> LearnerCore::TakeConsumed() {
+  std::vector<RolloutSegment*> out;
   out.swap(consumed_);
   return out;
 }

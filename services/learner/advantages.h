@@ -1,4 +1,4 @@
-// File: runtime/engine/advantages.h
+// File: services/learner/advantages.h
 // -----------------------------------------------------------------------------
 // Advantage estimators of the learner, on plain arrays (no LibTorch):
 //   - GAE (Schulman et al. 2016) over one trajectory segment, PPO's estimator;
@@ -11,8 +11,8 @@
 //   ComputeGae(rewards, values, terminal, bootstrap, 0.99f, 0.95f, adv, ret);
 //   std::vector<float> a = GroupNormalizedAdvantages({1, 0, 0, 1});
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_ENGINE_ADVANTAGES_H_
-#define RLVLA3_RUNTIME_ENGINE_ADVANTAGES_H_
+#ifndef RLVLA3_SERVICES_LEARNER_ADVANTAGES_H_
+#define RLVLA3_SERVICES_LEARNER_ADVANTAGES_H_
 
 #include <cstdint>
 #include <vector>
@@ -37,4 +37,4 @@ std::vector<float> GroupNormalizedAdvantages(absl::Span<const float> returns,
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_ENGINE_ADVANTAGES_H_
+#endif  // RLVLA3_SERVICES_LEARNER_ADVANTAGES_H_

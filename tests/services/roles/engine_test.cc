@@ -1,11 +1,11 @@
 // The engine end to end on real MuJoCo envs (rendered at 32x32) and a small
 // TinyVLA: sync mode's barriers, async mode's overlap, GRPO groups.
-#include "runtime/engine/engine.h"
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "envs/task.h"
+#include "services/engine/local_engine.h"
+#include "services/engine_config.h"
 
 namespace rlvla3 {
 namespace {
@@ -18,7 +18,7 @@ Config SmallConfig(const std::string& mode) {
            "env.image_height=32", "rl.rollout_len=4", "rl.micro_batch=8",
            "rl.duration_s=60", "rl.max_steps=3", "rl.timeline=true",
            "rl.execute_steps=2", "policy.chunk=2", "metrics.interval_s=0.2",
-           "threads.env_workers=2"});
+           "threads.env_workers=2", "env.tasks=lift_the_red_cube"});
   EXPECT_TRUE(c.ok()) << c.status();
   return *c;
 }
@@ -26,10 +26,6 @@ Config SmallConfig(const std::string& mode) {
 EngineParts SmallParts(const Config& c) {
   torch::manual_seed(0);
   EngineParts p;
-  p.pool.tasks = {kTask};
-  p.pool.num_envs = static_cast<int>(c.env.num_envs);
-  p.pool.num_threads = static_cast<int>(c.threads.env_workers);
-  p.pool.env.image_width = p.pool.env.image_height = 32;
   p.tokenizer = TextTokenizer::Build({FindTask(kTask)->instruction});
   p.net = TinyVLA(TinyVLAOptions()
                       .vocab_size(p.tokenizer.size())
@@ -42,6 +38,13 @@ EngineParts SmallParts(const Config& c) {
                       .stem_channels(8)
                       .chunk(2));
   return p;
+}
+
+absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(const Config& c) {
+  EngineParts parts = SmallParts(c);
+  absl::StatusOr<LocalEngineOptions> o = LocalEngineOptionsFromConfig(c, parts);
+  if (!o.ok()) return o.status();
+  return LocalEngine::Create(*o, parts);
 }
 
 struct Overlaps {
@@ -70,10 +73,10 @@ Overlaps Count(const std::vector<StageInterval>& timeline) {
   return o;
 }
 
-TEST(Engine, SuccessByStartVersionBucketsEpisodesByTheirFirstPolicy) {
-  std::vector<Engine::EpisodeRecord> eps = {{0, 10, true}, {1, 20, false},
-                                            {2, 30, true}, {3, 40, true},
-                                            {5, 50, true}, {5, 60, false}};
+TEST(LocalEngine, SuccessByStartVersionBucketsEpisodesByTheirFirstPolicy) {
+  std::vector<EpisodeRecord> eps = {{0, 10, true}, {1, 20, false},
+                                    {2, 30, true}, {3, 40, true},
+                                    {5, 50, true}, {5, 60, false}};
   const std::vector<SuccessBucket> b = SuccessByStartVersion(eps, 2);
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[0].version_lo, 0u);
@@ -100,8 +103,8 @@ TEST(Engine, SuccessByStartVersionBucketsEpisodesByTheirFirstPolicy) {
 // Episodes that started too close to the end of the run to finish unless they
 // were short (successes) would bias the last bucket upward: they are left
 // out, versions included.
-TEST(Engine, SuccessByStartVersionLeavesOutLateEpisodes) {
-  std::vector<Engine::EpisodeRecord> eps = {
+TEST(LocalEngine, SuccessByStartVersionLeavesOutLateEpisodes) {
+  std::vector<EpisodeRecord> eps = {
       {0, 0, false}, {1, 0, true}, {2, 0, false}, {3, 0, false}};
   eps.push_back({3, 0, true, /*late=*/true});
   eps.push_back({9, 0, true, /*late=*/true});
@@ -113,11 +116,12 @@ TEST(Engine, SuccessByStartVersionLeavesOutLateEpisodes) {
   EXPECT_TRUE(SuccessByStartVersion({{4, 0, true, true}}, 4).empty());
 }
 
-TEST(Engine, SyncModeNoEnvStepsWhileTheLearnerTrains) {
+TEST(LocalEngine, SyncModeNoEnvStepsWhileTheLearnerTrains) {
   const Config c = SmallConfig("sync");
-  absl::StatusOr<std::unique_ptr<Engine>> e = Engine::Create(c, SmallParts(c));
+  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c);
   ASSERT_TRUE(e.ok()) << e.status();
-  ASSERT_TRUE((*e)->Run({}).ok());
+  const absl::Status run = (*e)->Run({});
+  ASSERT_TRUE(run.ok()) << run;
   const EngineSummary s = (*e)->Summary();
   EXPECT_EQ(s.optimizer_steps, 3);
   EXPECT_EQ(s.trained_samples, 3 * 16);
@@ -129,12 +133,13 @@ TEST(Engine, SyncModeNoEnvStepsWhileTheLearnerTrains) {
   EXPECT_EQ(o.overlapping, 0);
 }
 
-TEST(Engine, AsyncModeStepsEnvsWhileTheLearnerTrains) {
+TEST(LocalEngine, AsyncModeStepsEnvsWhileTheLearnerTrains) {
   Config c = SmallConfig("async");
   c.rl.max_steps = 6;
-  absl::StatusOr<std::unique_ptr<Engine>> e = Engine::Create(c, SmallParts(c));
+  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c);
   ASSERT_TRUE(e.ok()) << e.status();
-  ASSERT_TRUE((*e)->Run({}).ok());
+  const absl::Status run = (*e)->Run({});
+  ASSERT_TRUE(run.ok()) << run;
   const EngineSummary s = (*e)->Summary();
   EXPECT_GE(s.optimizer_steps, 6);
   // Admission bounds the lag; the few samples of a straggling env that still
@@ -145,14 +150,15 @@ TEST(Engine, AsyncModeStepsEnvsWhileTheLearnerTrains) {
   EXPECT_GT(o.overlapping, 0);  // the same check that sync passes
 }
 
-TEST(Engine, GrpoTrainsOnCompleteGroups) {
+TEST(LocalEngine, GrpoTrainsOnCompleteGroups) {
   Config c = SmallConfig("async");
   c.rl.algorithm = "grpo";
   c.rl.grpo_group_size = 2;
   c.rl.max_steps = 1;
-  absl::StatusOr<std::unique_ptr<Engine>> e = Engine::Create(c, SmallParts(c));
+  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c);
   ASSERT_TRUE(e.ok()) << e.status();
-  ASSERT_TRUE((*e)->Run({}).ok());
+  const absl::Status run = (*e)->Run({});
+  ASSERT_TRUE(run.ok()) << run;
   const EngineSummary s = (*e)->Summary();
   EXPECT_GE(s.optimizer_steps, 1);
   EXPECT_GE(s.episodes, 4u);

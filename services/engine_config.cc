@@ -1,0 +1,163 @@
+#include "services/engine_config.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "envs/task.h"
+#include "envs/task_file.h"
+#include "policies/checkpoint.h"
+#include "policies/tiny_vla_policy.h"
+#include "services/config_bridge.h"
+
+namespace rlvla3 {
+
+absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
+  EngineParts p;
+  if (!c.rl.init_checkpoint.empty()) {
+    absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(c.rl.init_checkpoint);
+    if (!ck.ok()) return ck.status();
+    p.net = ck->net;
+    p.tokenizer = ck->tokenizer;
+    p.version = ck->version;
+    spdlog::info("train: starting from {} (policy version {})",
+                 c.rl.init_checkpoint, p.version);
+  } else {
+    absl::StatusOr<std::vector<TaskSpec>> tasks =
+        ResolveTaskList(c.env.tasks, "env.tasks");
+    if (!tasks.ok()) return tasks.status();
+    std::vector<std::string> instructions;
+    for (const TaskSpec& t : *tasks) instructions.push_back(t.instruction);
+    p.tokenizer = TextTokenizer::Build(instructions);
+    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+    p.net = TinyVLA(TinyVLAOptionsFromConfig(c, p.tokenizer.size()));
+  }
+  if (c.rl.init_action_temperature > 0) {
+    torch::NoGradGuard no_grad;
+    p.net->named_parameters()["action_log_scale"].fill_(
+        -std::log(c.rl.init_action_temperature));
+    spdlog::info("train: sampling temperature {} on every action dimension",
+                 c.rl.init_action_temperature);
+  }
+  return p;
+}
+
+absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
+    const Config& c, const EngineParts& parts) {
+  if (c.run.mode != "sync" && c.run.mode != "async") {
+    return absl::InvalidArgumentError(
+        "engine: run.mode must be sync or async, got " + c.run.mode);
+  }
+  if (c.queues.trajectory.overflow != "block") {
+    return absl::InvalidArgumentError(
+        "engine: queues.trajectory.overflow must be \"block\" (segments are "
+        "never dropped silently; staleness drops are the learner's)");
+  }
+  absl::StatusOr<std::vector<TaskSpec>> tasks =
+      ResolveTaskList(c.env.tasks, "env.tasks");
+  if (!tasks.ok()) return tasks.status();
+  if (tasks->empty()) return absl::InvalidArgumentError("engine: no tasks");
+  // The pool resolves each env's task again: task files stay their paths.
+  std::vector<std::string> names, instructions;
+  if (c.env.tasks != "all") {
+    for (absl::string_view n :
+         absl::StrSplit(c.env.tasks, ',', absl::SkipEmpty())) {
+      names.emplace_back(n);
+    }
+  }
+  int max_steps = 0;
+  for (const TaskSpec& t : *tasks) {
+    if (c.env.tasks == "all") names.push_back(t.name);
+    instructions.push_back(t.instruction);
+    max_steps = std::max(max_steps, t.max_steps);
+  }
+
+  LocalEngineOptions o;
+  o.sync = c.run.mode == "sync";
+  o.algorithm = c.rl.algorithm;
+  const bool grpo = c.rl.algorithm == "grpo";
+  const int num_envs = static_cast<int>(c.env.num_envs);
+  const int chunk = static_cast<int>(parts.net->options().chunk());
+  const int execute =
+      static_cast<int>(std::min<int64_t>(c.rl.execute_steps, chunk));
+  if (c.rl.execute_steps > chunk) {
+    spdlog::warn(
+        "engine: rl.execute_steps {} exceeds the policy's chunk {}; executing "
+        "{}",
+        c.rl.execute_steps, chunk, chunk);
+  }
+  const int lag = o.sync ? 0 : static_cast<int>(c.rl.max_policy_lag);
+  const int group_size = grpo ? static_cast<int>(c.rl.grpo_group_size) : 1;
+  const int64_t quota = c.rl.rollouts_per_step * (grpo ? 1 : c.rl.rollout_len);
+  at::Tensor text, text_len;
+  EncodeInstructionTable(instructions, parts.tokenizer,
+                         parts.net->options().max_text_len(), &text, &text_len);
+
+  RolloutWorkerOptions& r = o.rollout;
+  r.pool = EnvPoolOptionsFromConfig(c, names);
+  r.pool.num_envs = num_envs;
+  r.grpo = grpo;
+  r.chunk = chunk;
+  r.execute_steps = execute;
+  r.group_size = group_size;
+  r.quota = quota;
+  r.max_policy_lag = lag;
+  r.base_version = parts.version;
+  r.seed = static_cast<uint64_t>(c.run.seed);
+  r.success_window = c.rl.success_window;
+  r.max_episode_steps = max_steps;
+
+  InferenceServerOptions& i = o.inference;
+  i.actors = static_cast<int>(c.threads.inference_actors);
+  i.batcher = c.batcher.ToOptions();
+  i.image_height = static_cast<int>(c.env.image_height);
+  i.image_width = static_cast<int>(c.env.image_width);
+  i.proprio_dim = kProprioDim;
+  i.chunk = chunk;
+  i.action_dim = kActionDim;
+  i.text = text;
+  i.text_len = text_len;
+
+  LearnerRoleOptions& l = o.learner;
+  l.core = LearnerOptionsFromConfig(c.rl);
+  l.core.global_units = num_envs * quota;
+  l.core.max_policy_lag = lag;
+  l.core.grpo_group_size = group_size;
+  l.core.shuffle_seed = static_cast<uint64_t>(c.run.seed);
+  l.text = text;
+  l.text_len = text_len;
+  l.nice = static_cast<int>(c.threads.learner_nice);
+  l.max_steps = c.rl.max_steps;
+
+  o.request_queue = QueueOptions{
+      std::max<size_t>(static_cast<size_t>(num_envs),
+                       static_cast<size_t>(c.queues.request.capacity)),
+      OverflowPolicy::kBlock, static_cast<size_t>(c.threads.env_workers) + 4,
+      static_cast<int>(c.queues.request.spin_before_sleep)};
+  o.segment_queue = c.queues.trajectory.ToOptions();
+  SegmentShape& shape = o.segment_shape;
+  shape.width = static_cast<int>(c.env.image_width);
+  shape.height = static_cast<int>(c.env.image_height);
+  shape.chunk = chunk;
+  shape.action_dim = kActionDim;
+  shape.proprio_dim = kProprioDim;
+  shape.capacity = grpo ? (max_steps + execute - 1) / execute + 1
+                        : static_cast<int>(c.rl.rollout_len);
+  // Per env: one open segment, up to (lag + 1) x rollouts_per_step in
+  // flight to the learner, one being released; plus what the segment queue
+  // holds.
+  const int rollouts = static_cast<int>(c.rl.rollouts_per_step);
+  o.segment_count = num_envs * ((lag + 1) * rollouts + 2) +
+                    static_cast<int>(c.queues.trajectory.capacity) + 2;
+  o.duration_s = c.rl.duration_s;
+  o.metrics_interval_s = c.metrics.interval_s;
+  o.timeline = c.rl.timeline;
+  return o;
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,167 @@
+#include "services/inference/inference_server.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace rlvla3 {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+// The batch's observations as one PolicyInput (one copy per image).
+PolicyInput GatherRequests(const std::vector<ObservationRequest>& batch,
+                           const InferenceServerOptions& o) {
+  const int64_t B = static_cast<int64_t>(batch.size());
+  const size_t img = static_cast<size_t>(o.image_height) * o.image_width * 3;
+  PolicyInput in;
+  in.agentview =
+      torch::empty({B, o.image_height, o.image_width, 3}, torch::kByte);
+  in.wrist = torch::empty({B, o.image_height, o.image_width, 3}, torch::kByte);
+  in.proprio = torch::empty({B, o.proprio_dim});
+  at::Tensor task = torch::empty({B}, torch::kLong);
+  for (int64_t b = 0; b < B; ++b) {
+    const ObservationRequest& r = batch[static_cast<size_t>(b)];
+    std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img, r.agentview, img);
+    std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, r.wrist, img);
+    std::memcpy(in.proprio.data_ptr<float>() + b * o.proprio_dim, r.proprio,
+                sizeof(float) * o.proprio_dim);
+    task.data_ptr<int64_t>()[b] = r.task;
+  }
+  in.text = o.text.index_select(0, task);
+  in.text_len = o.text_len.index_select(0, task);
+  return in;
+}
+
+}  // namespace
+
+InferenceServer::InferenceServer(const InferenceServerOptions& options,
+                                 ObservationSource* source,
+                                 WeightChannel<Policy>* weights,
+                                 MetricsRegistry* metrics,
+                                 StageTimeline* timeline)
+    : options_(options),
+      source_(source),
+      weights_(weights),
+      timeline_(timeline) {
+  MetricsRegistry& r = *metrics;
+  batch_size_ = &r.histogram(
+      "inference_batch_size",
+      std::vector<double>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  auto ms = [] { return Histogram::Exponential(0.01, 1.6, 32); };
+  request_dwell_ms_ = &r.histogram("time_request_queue_dwell_ms", +ms);
+  inference_ms_ = &r.histogram("time_inference_ms", +ms);
+  stage_ = &r.stage("stage_inference");
+}
+
+// The supervisor's destructor stops and joins the actors if Wait was not
+// called.
+InferenceServer::~InferenceServer() = default;
+
+void InferenceServer::Start(std::function<void()> on_stop) {
+  supervisor_ = std::make_unique<Supervisor>(std::move(on_stop));
+  const int actors = options_.full_batch ? 1 : options_.actors;
+  for (int a = 0; a < actors; ++a) {
+    supervisor_->Spawn(absl::StrCat("inference-actor-", a),
+                       [this, a] { return ActorLoop(a); });
+  }
+}
+
+void InferenceServer::Stop() {
+  if (supervisor_) supervisor_->RequestStop();
+}
+
+bool InferenceServer::stopping() const {
+  return supervisor_ && supervisor_->stopping();
+}
+
+absl::Status InferenceServer::Wait() {
+  return supervisor_ ? supervisor_->Wait() : absl::OkStatus();
+}
+
+absl::Status InferenceServer::Infer(
+    const std::vector<ObservationRequest>& batch,
+    std::shared_ptr<Policy>& policy, uint64_t& have_version) {
+  const int64_t t0 = NowNs();
+  if (weights_->version() != have_version || policy == nullptr) {
+    WeightChannel<Policy>::Entry e = weights_->Latest();
+    policy = e.value;
+    have_version = e.version;
+  }
+  for (const ObservationRequest& r : batch)
+    request_dwell_ms_->Observe((t0 - r.submit_ns) / 1e6);
+  ActResult a = policy->Act(GatherRequests(batch, options_), /*greedy=*/false);
+  // One device-to-host copy per batch (a no-op on CPU).
+  const at::Tensor tokens = a.tokens.to(torch::kCPU, torch::kByte).contiguous();
+  const at::Tensor logp = a.log_probs.to(torch::kCPU).contiguous();
+  const at::Tensor values = a.values.to(torch::kCPU).contiguous();
+  const at::Tensor actions = a.actions.to(torch::kCPU).contiguous();
+  const int64_t ka = static_cast<int64_t>(options_.chunk) * options_.action_dim;
+  std::vector<ActionReply> replies(batch.size());
+  for (size_t b = 0; b < batch.size(); ++b) {
+    const int64_t i = static_cast<int64_t>(b);
+    replies[b] = {batch[b].env,
+                  a.version,
+                  actions.data_ptr<float>() + i * ka,
+                  tokens.data_ptr<uint8_t>() + i * ka,
+                  logp.data_ptr<float>() + i * options_.chunk,
+                  values.data_ptr<float>()[i]};
+  }
+  const int64_t t1 = NowNs();
+  inference_ms_->Observe((t1 - t0) / 1e6);
+  batch_size_->Observe(static_cast<double>(batch.size()));
+  timeline_->Record(StageInterval::kInference, t0, t1);
+  stage_->AddBusy(std::chrono::nanoseconds(t1 - t0));
+  return source_->Reply(replies);
+}
+
+absl::Status InferenceServer::ActorLoop(int actor) {
+  std::shared_ptr<Policy> policy;
+  uint64_t have_version = ~0ull;
+  std::vector<ObservationRequest> batch;
+  BoundedQueue<ObservationRequest>& requests = source_->requests();
+  auto fail = [this](absl::Status s) {
+    return supervisor_->stopping() ? absl::OkStatus() : s;
+  };
+  if (!options_.full_batch) {
+    DynamicBatcher<ObservationRequest> batcher(&requests, options_.batcher);
+    for (;;) {
+      const int64_t w0 = NowNs();
+      const QueueStatus s = batcher.NextBatch(batch);
+      stage_->AddIdle(std::chrono::nanoseconds(NowNs() - w0));
+      if (s == QueueStatus::kClosed) return absl::OkStatus();
+      if (batch.empty()) continue;
+      if (absl::Status st = Infer(batch, policy, have_version); !st.ok())
+        return fail(st);
+    }
+  }
+  // Barrier: one batch of every env that is not parked.
+  (void)actor;
+  std::vector<ObservationRequest> buf(std::max<size_t>(1, requests.capacity()));
+  for (;;) {
+    size_t n = 0;
+    const int64_t w0 = NowNs();
+    const size_t room =
+        buf.size() > batch.size() ? buf.size() - batch.size() : 1;
+    const QueueStatus s =
+        requests.PopBulk(buf.data(), room, absl::Milliseconds(20), &n);
+    stage_->AddIdle(std::chrono::nanoseconds(NowNs() - w0));
+    if (s == QueueStatus::kClosed) return absl::OkStatus();
+    batch.insert(batch.end(), buf.begin(), buf.begin() + n);
+    if (batch.empty() ||
+        static_cast<int>(batch.size()) < options_.full_batch()) {
+      continue;
+    }
+    if (absl::Status st = Infer(batch, policy, have_version); !st.ok())
+      return fail(st);
+    batch.clear();
+  }
+}
+
+}  // namespace rlvla3

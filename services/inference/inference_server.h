@@ -1,0 +1,88 @@
+// File: services/inference/inference_server.h
+// -----------------------------------------------------------------------------
+// InferenceServer: the inference role. It owns a dynamic batcher, its actor
+// threads and each actor's weight slot, and nothing else. Actors pull
+// observation requests from the level-1 source, form batches (B_max / T_max),
+// run the policy and reply to every env of the batch with its action chunk,
+// log-probs, value and the policy version. Between batches an actor takes the
+// latest snapshot from the weight channel (level 3) if its version changed;
+// it never waits for a publish.
+//
+// Sync mode is wiring, not a flag: with `full_batch` set, one actor forms a
+// batch only once it holds full_batch() requests (every env not parked), so
+// the envs step in lock-step.
+//
+// Example:
+//   InferenceServer server(options, &channel, &weights, &metrics, &timeline);
+//   server.Start([&] { channel.Close(); });   // on_stop closes the inputs
+//   ...
+//   server.Stop();  absl::Status s = server.Wait();
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_INFERENCE_INFERENCE_SERVER_H_
+#define RLVLA3_SERVICES_INFERENCE_INFERENCE_SERVER_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "policies/policy.h"
+#include "runtime/dynamic_batcher.h"
+#include "runtime/metrics.h"
+#include "runtime/observation_channel.h"
+#include "runtime/stage_timeline.h"
+#include "runtime/supervisor.h"
+#include "runtime/weight_channel.h"
+
+namespace rlvla3 {
+
+struct InferenceServerOptions {
+  int actors = 1;
+  BatcherOptions batcher;
+  // Barrier batching (sync mode): the number of requests a batch waits for.
+  // Null: dynamic batching.
+  std::function<int()> full_batch;
+  int image_height = 64, image_width = 64, proprio_dim = 8;
+  int chunk = 4, action_dim = 7;
+  // Instruction tokens of each task row: text [T, L] int64, text_len [T].
+  at::Tensor text, text_len;
+};
+
+class InferenceServer {
+ public:
+  // `source`, `weights`, `metrics` and `timeline` must outlive the server.
+  InferenceServer(const InferenceServerOptions& options,
+                  ObservationSource* source, WeightChannel<Policy>* weights,
+                  MetricsRegistry* metrics, StageTimeline* timeline);
+  ~InferenceServer();
+  InferenceServer(const InferenceServer&) = delete;
+  InferenceServer& operator=(const InferenceServer&) = delete;
+
+  // Starts the actors. `on_stop` runs once when the server stops (an actor's
+  // error or Stop) and must close the request source, so blocked actors end.
+  void Start(std::function<void()> on_stop);
+  void Stop();
+  bool stopping() const;
+  // Waits for the actors; the first error, or OK.
+  absl::Status Wait();
+
+ private:
+  absl::Status ActorLoop(int actor);
+  absl::Status Infer(const std::vector<ObservationRequest>& batch,
+                     std::shared_ptr<Policy>& policy, uint64_t& have_version);
+
+  InferenceServerOptions options_;
+  ObservationSource* source_;
+  WeightChannel<Policy>* weights_;
+  StageTimeline* timeline_;
+  Histogram* batch_size_;
+  Histogram* request_dwell_ms_;
+  Histogram* inference_ms_;
+  StageTimer* stage_;
+  std::unique_ptr<Supervisor> supervisor_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_INFERENCE_INFERENCE_SERVER_H_

@@ -1,0 +1,223 @@
+#include "services/learner/learner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/thread_priority.h"
+
+namespace rlvla3 {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+}  // namespace
+
+struct Learner::Metrics {
+  Counter* trained = nullptr;
+  Counter* steps = nullptr;
+  Counter* skipped = nullptr;
+  Counter* dropped = nullptr;
+  Gauge *lag_mean, *lag_max, *s_per_step, *version, *clip_fraction, *approx_kl,
+      *step_kl, *learning_rate, *is_min, *is_mean, *is_max, *loss, *entropy,
+      *policy_loss, *value_loss, *grad_norm, *ratio_min, *ratio_mean,
+      *ratio_max;
+  // Per PPO epoch: clip_fraction.epoch_<k>, approx_kl.epoch_<k> (KL(prox ||
+  // theta), k3 estimator).
+  std::vector<Gauge*> epoch_clip, epoch_kl;
+  Histogram* trajectory_dwell_ms = nullptr;
+  Histogram* update_ms = nullptr;
+  Histogram* publish_ms = nullptr;
+  StageTimer* stage = nullptr;
+
+  Metrics(MetricsRegistry& r, int epochs) {
+    trained = &r.counter("trained_samples");
+    steps = &r.counter("optimizer_steps");
+    skipped = &r.counter("skipped_steps");
+    dropped = &r.counter("dropped_samples");
+    lag_mean = &r.gauge("policy_lag_mean");
+    lag_max = &r.gauge("policy_lag_max");
+    s_per_step = &r.gauge("s_per_step");
+    version = &r.gauge("policy_version");
+    clip_fraction = &r.gauge("clip_fraction");
+    approx_kl = &r.gauge("approx_kl");
+    step_kl = &r.gauge("step_kl");
+    learning_rate = &r.gauge("lr");
+    is_min = &r.gauge("is_weight_min");
+    is_mean = &r.gauge("is_weight_mean");
+    is_max = &r.gauge("is_weight_max");
+    loss = &r.gauge("loss");
+    entropy = &r.gauge("entropy");
+    policy_loss = &r.gauge("policy_loss");
+    value_loss = &r.gauge("value_loss");
+    grad_norm = &r.gauge("grad_norm");
+    ratio_min = &r.gauge("ratio_min");
+    ratio_mean = &r.gauge("ratio_mean");
+    ratio_max = &r.gauge("ratio_max");
+    for (int k = 1; k <= epochs; ++k) {
+      epoch_clip.push_back(&r.gauge(absl::StrCat("clip_fraction.epoch_", k)));
+      epoch_kl.push_back(&r.gauge(absl::StrCat("approx_kl.epoch_", k)));
+    }
+    auto ms = [] { return Histogram::Exponential(0.01, 1.6, 32); };
+    trajectory_dwell_ms = &r.histogram("time_trajectory_queue_dwell_ms", +ms);
+    update_ms = &r.histogram("time_update_ms", +ms);
+    publish_ms = &r.histogram("time_weight_publish_ms", +ms);
+    stage = &r.stage("stage_learner");
+  }
+
+  void Set(const LearnerStepStats& st) {
+    version->Set(static_cast<double>(st.version));
+    lag_mean->Set(st.lag_mean);
+    lag_max->Set(st.lag_max);
+    clip_fraction->Set(st.clip_fraction);
+    approx_kl->Set(st.approx_kl);
+    step_kl->Set(st.step_kl);
+    learning_rate->Set(st.lr);
+    is_min->Set(st.is_weight_min);
+    is_mean->Set(st.is_weight_mean);
+    is_max->Set(st.is_weight_max);
+    loss->Set(st.loss);
+    entropy->Set(st.entropy);
+    policy_loss->Set(st.policy_loss);
+    value_loss->Set(st.value_loss);
+    grad_norm->Set(st.grad_norm);
+    ratio_min->Set(st.ratio_min);
+    ratio_mean->Set(st.ratio_mean);
+    ratio_max->Set(st.ratio_max);
+    for (size_t k = 0;
+         k < st.epoch_clip_fraction.size() && k < epoch_clip.size(); ++k) {
+      epoch_clip[k]->Set(st.epoch_clip_fraction[k]);
+      epoch_kl[k]->Set(st.epoch_approx_kl[k]);
+    }
+  }
+};
+
+Learner::Learner(TinyVLA net, const LearnerRoleOptions& options,
+                 uint64_t version, SegmentSource* segments,
+                 WeightChannel<Policy>* weights, MetricsRegistry* metrics,
+                 StageTimeline* timeline)
+    : options_(options),
+      segments_(segments),
+      weights_(weights),
+      timeline_(timeline),
+      m_(std::make_unique<Metrics>(*metrics, options.core.ppo_epochs)) {
+  core_ = std::make_unique<LearnerCore>(
+      std::move(net), options.text, options.text_len, options.core, version);
+  version_.store(version);
+  weights_->Publish(core_->MakeSnapshot(), version);
+}
+
+// The supervisor's destructor stops and joins the thread if Wait was not
+// called.
+Learner::~Learner() = default;
+
+void Learner::Start(std::function<void()> on_stop, StepHook on_step) {
+  on_step_ = std::move(on_step);
+  supervisor_ = std::make_unique<Supervisor>(std::move(on_stop));
+  supervisor_->Spawn("learner", [this] { return Loop(); });
+}
+
+void Learner::Stop() {
+  if (supervisor_) supervisor_->RequestStop();
+}
+
+bool Learner::stopping() const {
+  return supervisor_ && supervisor_->stopping();
+}
+
+absl::Status Learner::Wait() {
+  return supervisor_ ? supervisor_->Wait() : absl::OkStatus();
+}
+
+uint64_t Learner::version() const { return version_.load(); }
+
+std::vector<int64_t> Learner::LagHistogram() const {
+  absl::MutexLock lock(&mu_);
+  return lag_hist_;
+}
+
+TinyVLA& Learner::net() { return core_->net(); }
+
+void Learner::Publish() {
+  const int64_t t0 = NowNs();
+  weights_->Publish(core_->MakeSnapshot(), core_->version());
+  const int64_t t1 = NowNs();
+  m_->publish_ms->Observe((t1 - t0) / 1e6);
+  timeline_->Record(StageInterval::kWeightPublish, t0, t1);
+}
+
+void Learner::ReleaseConsumed() {
+  for (RolloutSegment* s : core_->TakeConsumed()) segments_->Release(s);
+}
+
+void Learner::RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1) {
+  m_->stage->AddBusy(std::chrono::nanoseconds(u1 - u0));
+  timeline_->Record(StageInterval::kLearnerUpdate, u0, u1);
+  m_->update_ms->Observe((u1 - u0) / 1e6);
+  m_->trained->Add(static_cast<uint64_t>(st.samples));
+  (st.skipped ? m_->skipped : m_->steps)->Add();
+  m_->s_per_step->Set((u1 - last_step_ns_) / 1e9);
+  last_step_ns_ = u1;
+  m_->Set(st);
+  {
+    absl::MutexLock lock(&mu_);
+    lag_hist_ = core_->lag_histogram();
+  }
+  version_.store(st.version);
+}
+
+absl::Status Learner::Loop() {
+  if (options_.nice > 0) {
+    const absl::Status nice = SetCurrentThreadNice(options_.nice);
+    if (!nice.ok()) spdlog::warn("learner: {}", nice.ToString());
+  }
+  const int64_t global_units = core_->global_units();
+  std::vector<RolloutSegment*> buf(64);
+  last_step_ns_ = NowNs();
+  for (;;) {
+    // Wait for segments (learner idle time).
+    size_t n = 0;
+    const int64_t w0 = NowNs();
+    const QueueStatus s =
+        segments_->PopBulk(buf.data(), buf.size(), absl::Milliseconds(20), &n);
+    m_->stage->AddIdle(std::chrono::nanoseconds(NowNs() - w0));
+    if (s == QueueStatus::kClosed && n == 0) return absl::OkStatus();
+    if (n > 0) {
+      const int64_t now = NowNs();
+      std::vector<RolloutSegment*> got(buf.begin(), buf.begin() + n);
+      for (RolloutSegment* seg : got)
+        m_->trajectory_dwell_ms->Observe((now - seg->enqueue_ns) / 1e6);
+      const int64_t d0 = core_->dropped_samples();
+      core_->Add(got);
+      m_->dropped->Add(static_cast<uint64_t>(core_->dropped_samples() - d0));
+    }
+    // Sync wiring: the whole rollout first, then train.
+    if (options_.whole_batch && core_->ready_units() < global_units) {
+      ReleaseConsumed();
+      continue;
+    }
+    while (options_.whole_batch ? core_->CanTrain() : core_->ShouldTrain()) {
+      const int64_t t0 = NowNs();
+      core_->TrainMicroBatch();
+      const int64_t t1 = NowNs();
+      m_->stage->AddBusy(std::chrono::nanoseconds(t1 - t0));
+      timeline_->Record(StageInterval::kLearnerUpdate, t0, t1);
+      if (!core_->ReadyToStep()) continue;
+      const int64_t u0 = NowNs();
+      LearnerStepStats st = core_->Step();
+      RecordStep(st, u0, NowNs());
+      if (on_step_) on_step_(st);
+      Publish();
+      if (options_.max_steps > 0 &&
+          static_cast<int64_t>(m_->steps->value()) >= options_.max_steps) {
+        done_.store(true, std::memory_order_relaxed);
+      }
+    }
+    ReleaseConsumed();
+  }
+}
+
+}  // namespace rlvla3

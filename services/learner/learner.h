@@ -1,0 +1,103 @@
+// File: services/learner/learner.h
+// -----------------------------------------------------------------------------
+// Learner: the learner role. It owns the segment intake, micro-batching, the
+// optimizer (in LearnerCore) and weight publication, on one thread, and
+// nothing else. Segments popped from the level-2 source are trained as
+// micro-batches as they stream in; after each global batch's optimizer step
+// (or PPO's epochs) a snapshot of the weights is published on the level-3
+// weight channel at the new version, and the segments go back to the source.
+//
+// Sync mode is wiring, not a flag: with `whole_batch` the learner waits for
+// the whole global batch before it trains its first micro-batch.
+//
+// Example:
+//   Learner learner(net, options, version, &segments, &weights, &metrics,
+//                   &timeline);          // publishes `version` at once
+//   learner.Start([&] { segments.Close(); }, on_step);
+//   ...
+//   learner.Stop();  absl::Status s = learner.Wait();
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_LEARNER_LEARNER_H_
+#define RLVLA3_SERVICES_LEARNER_LEARNER_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "policies/tiny_vla.h"
+#include "runtime/metrics.h"
+#include "runtime/segment_channel.h"
+#include "runtime/stage_timeline.h"
+#include "runtime/supervisor.h"
+#include "runtime/weight_channel.h"
+#include "services/learner/learner_core.h"
+
+namespace rlvla3 {
+
+struct LearnerRoleOptions {
+  LearnerOptions core;
+  at::Tensor text, text_len;  // instruction table (as the inference server's)
+  bool whole_batch = false;   // sync wiring: train once the batch is complete
+  int nice = 0;               // the learner thread's nice value (> 0: lower)
+  int64_t max_steps = 0;      // done() after this many optimizer steps
+};
+
+class Learner {
+ public:
+  using StepHook = std::function<void(const LearnerStepStats&)>;
+  // Publishes the initial weights at `version` on `weights`. The channels,
+  // `metrics` and `timeline` must outlive the learner.
+  Learner(TinyVLA net, const LearnerRoleOptions& options, uint64_t version,
+          SegmentSource* segments, WeightChannel<Policy>* weights,
+          MetricsRegistry* metrics, StageTimeline* timeline);
+  ~Learner();
+  Learner(const Learner&) = delete;
+  Learner& operator=(const Learner&) = delete;
+
+  // Starts the learner thread. `on_stop` runs once when it stops (an error
+  // or Stop) and must close the segment source. `on_step` runs after every
+  // optimizer step (or skipped step), on the learner thread, before the new
+  // weights are published.
+  void Start(std::function<void()> on_stop, StepHook on_step);
+  void Stop();
+  bool stopping() const;
+  absl::Status Wait();
+  // True once rl.max_steps optimizer steps were taken.
+  bool done() const { return done_.load(std::memory_order_relaxed); }
+
+  uint64_t version() const;
+  // Trained samples per policy lag (index = lag), as of the last step.
+  std::vector<int64_t> LagHistogram() const;
+  // The trained network: only while the learner thread is not running.
+  TinyVLA& net();
+
+ private:
+  absl::Status Loop();
+  void Publish();
+  void ReleaseConsumed();
+  void RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1);
+
+  LearnerRoleOptions options_;
+  std::unique_ptr<LearnerCore> core_;
+  SegmentSource* segments_;
+  WeightChannel<Policy>* weights_;
+  StageTimeline* timeline_;
+  StepHook on_step_;
+  std::unique_ptr<Supervisor> supervisor_;
+  std::atomic<bool> done_{false};
+  std::atomic<uint64_t> version_{0};
+  mutable absl::Mutex mu_;
+  std::vector<int64_t> lag_hist_ ABSL_GUARDED_BY(mu_);
+  int64_t last_step_ns_ = 0;
+
+  struct Metrics;
+  std::unique_ptr<Metrics> m_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_LEARNER_LEARNER_H_

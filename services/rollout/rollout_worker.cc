@@ -1,0 +1,403 @@
+#include "services/rollout/rollout_worker.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <deque>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "envs/task.h"
+#include "services/rollout/admission_gate.h"
+
+namespace rlvla3 {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+constexpr int kMaxChunk = 64;  // policy.chunk's upper bound in the schema
+
+// What the worker knows about one env between decisions. Touched by one
+// thread at a time: the env thread that stepped it, the thread delivering its
+// action reply, or the publisher releasing it from the gate; the channels
+// between them order the accesses.
+struct EnvCursor {
+  RolloutSegment* seg = nullptr;
+  int slot = -1;           // decision in flight (slot in seg), -1: none
+  int chunk_pos = 0;       // chunk steps executed of the decision in flight
+  int64_t decisions = 0;   // decisions submitted (PPO admission unit)
+  int64_t episodes = 0;    // episodes admitted (GRPO admission unit)
+  int64_t segments = 0;    // segments emitted
+  bool resetting = false;  // a reset was requested; next ready is its obs
+  float episode_return = 0;
+  bool episode_fresh = true;         // no decision of this episode inferred yet
+  uint64_t episode_version = 0;      // behaviour version of its first decision
+  uint64_t episode_start_frame = 0;  // env frames (all envs) when it began
+  uint64_t env_frames = 0;           // this env's own frames so far
+  uint64_t episode_start_env_frame = 0;
+  int64_t submit_ns = 0;
+  int task = 0;
+  float actions[kMaxChunk * kActionDim] = {};
+};
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+struct RolloutWorker::Impl {
+  RolloutWorkerOptions options;
+  int num_envs = 0;
+  ObservationChannel* observations = nullptr;
+  SegmentChannel* segments = nullptr;
+  StageTimeline* timeline = nullptr;
+  std::unique_ptr<AdmissionGate> gate;
+  std::vector<EnvCursor> cursors;
+  std::unique_ptr<EnvPool> pool;
+  std::atomic<bool> stopping{false};
+
+  Counter* frames = nullptr;
+  Counter* decisions = nullptr;
+  Counter* episodes = nullptr;
+  Counter* successes = nullptr;
+  Gauge* success_rate = nullptr;
+  Gauge* parked = nullptr;
+  Histogram* wait_for_action_ms = nullptr;
+  StageTimer* env_stage = nullptr;
+
+  mutable absl::Mutex mu;
+  absl::Status error ABSL_GUARDED_BY(mu);
+  std::deque<bool> recent ABSL_GUARDED_BY(mu);  // rolling episode outcomes
+  int recent_successes ABSL_GUARDED_BY(mu) = 0;
+  std::vector<EpisodeRecord> episode_log ABSL_GUARDED_BY(mu);
+
+  // A failure of the run path; ignored once the worker is stopping (a closed
+  // channel or pool is then the expected end).
+  void Fail(const absl::Status& s) {
+    if (s.ok() || stopping.load(std::memory_order_relaxed)) return;
+    absl::MutexLock lock(&mu);
+    if (error.ok()) error = s;
+  }
+
+  void EpisodeEnded(int env, bool success, EnvCursor& c) {
+    episodes->Add();
+    if (success) successes->Add();
+    absl::MutexLock lock(&mu);
+    episode_log.push_back({c.episode_version, c.episode_start_frame, success,
+                           /*late=*/false, env, c.episode_start_env_frame});
+    c.episode_fresh = true;
+    recent.push_back(success);
+    recent_successes += success;
+    while (static_cast<int64_t>(recent.size()) > options.success_window) {
+      recent_successes -= recent.front();
+      recent.pop_front();
+    }
+    success_rate->Set(double(recent_successes) / recent.size());
+  }
+
+  void CopyObservation(int env, RolloutSegment* s, int t) {
+    const Observation& o = *pool->state(env).obs;
+    std::memcpy(s->agentview_at(t), o.agentview.data(), s->image_bytes);
+    std::memcpy(s->wrist_at(t), o.wrist.data(), s->image_bytes);
+    std::memcpy(s->proprio_at(t), o.proprio, sizeof(float) * kProprioDim);
+  }
+
+  void Emit(EnvCursor& c) {
+    RolloutSegment* s = c.seg;
+    c.seg = nullptr;
+    s->index = c.segments++;
+    s->enqueue_ns = NowNs();
+    Fail(segments->Push(s));  // blocks while the learner is behind
+  }
+
+  bool EnsureSegment(int env, EnvCursor& c) {
+    if (c.seg != nullptr) return true;
+    c.seg = segments->Acquire();
+    if (c.seg == nullptr) return false;  // shutting down
+    c.seg->env_id = env;
+    c.seg->task = c.task;
+    c.seg->run_id = options.seed;
+    return true;
+  }
+
+  // The env's observation is ready for a new decision.
+  void StartDecision(int env) {
+    EnvCursor& c = cursors[env];
+    const bool grpo = options.grpo;
+    if (!EnsureSegment(env, c)) return;
+    if (!grpo && c.seg->full()) {
+      CopyObservation(env, c.seg, c.seg->n);
+      c.seg->has_bootstrap = true;
+      Emit(c);
+      if (!EnsureSegment(env, c)) return;
+    }
+    if (grpo && c.seg->full()) {
+      // Longer than the segment capacity (the longest episode): cut it as
+      // truncated; its return so far stands for the episode.
+      c.seg->episode_end = true;
+      c.seg->episode_return = c.episode_return;
+      c.seg->terminal[c.seg->n - 1] = 1;
+      Emit(c);
+      if (!EnsureSegment(env, c)) return;
+    }
+    const bool episode_start = c.seg->n == 0;
+    if (!grpo || episode_start) {
+      const int64_t unit = grpo ? c.episodes : c.decisions;
+      if (!gate->TryAdmit(env, unit)) {
+        parked->Set(gate->parked());
+        return;  // resumed by OnPolicyVersion
+      }
+    }
+    Submit(env);
+  }
+
+  void Submit(int env) {
+    EnvCursor& c = cursors[env];
+    RolloutSegment* s = c.seg;
+    const int t = s->n;
+    if (options.grpo && t == 0) {
+      s->group = static_cast<uint64_t>(env / options.group_size) * 1000003ull +
+                 static_cast<uint64_t>(c.episodes);
+      ++c.episodes;
+    }
+    ++c.decisions;
+    CopyObservation(env, s, t);
+    c.slot = t;
+    c.chunk_pos = 0;
+    c.submit_ns = NowNs();
+    decisions->Add();
+    Fail(observations->Submit({env, c.task, s->agentview_at(t), s->wrist_at(t),
+                               s->proprio_at(t), c.submit_ns}));
+  }
+
+  // The init state of episode `round` of `env`'s GRPO group.
+  int GroupInit(int env, int64_t round) const {
+    const uint64_t g = static_cast<uint64_t>(env / options.group_size);
+    return static_cast<int>(
+        Mix(options.seed * 7919u + g * 104729u + static_cast<uint64_t>(round)) %
+        kInitStatesPerTask);
+  }
+
+  // Level 1 replies: record each decision, send each env its first action.
+  absl::Status OnReplies(absl::Span<const ActionReply> replies) {
+    const int64_t now = NowNs();
+    const int K = options.chunk;
+    const size_t ka = static_cast<size_t>(K) * kActionDim;
+    std::vector<int> ids;
+    std::vector<float> first;
+    ids.reserve(replies.size());
+    first.reserve(replies.size() * kActionDim);
+    for (const ActionReply& r : replies) {
+      EnvCursor& c = cursors[r.env];
+      RolloutSegment* s = c.seg;
+      const int t = c.slot;
+      std::memcpy(s->tokens_at(t), r.tokens, ka);
+      std::memcpy(s->log_probs_at(t), r.log_probs, sizeof(float) * K);
+      s->values[t] = r.value;
+      s->versions[t] = r.version;
+      if (c.episode_fresh) {
+        c.episode_fresh = false;
+        c.episode_version = r.version;
+        c.episode_start_frame = frames->value();
+        c.episode_start_env_frame = c.env_frames;
+      }
+      std::memcpy(c.actions, r.actions, sizeof(float) * ka);
+      ids.push_back(r.env);
+      first.insert(first.end(), c.actions, c.actions + kActionDim);
+      wait_for_action_ms->Observe((now - c.submit_ns) / 1e6);
+    }
+    const absl::Status sent = pool->Send(ids, first);
+    // A stopped worker's pool is closed: its late replies are dropped.
+    return stopping.load(std::memory_order_relaxed) ? absl::OkStatus() : sent;
+  }
+
+  // Env pool callback: `env` finished a step or reset.
+  void OnReady(int env) {
+    const EnvState& st = pool->state(env);
+    EnvCursor& c = cursors[env];
+    timeline->Record(StageInterval::kEnvStep, st.step_begin_ns, st.step_end_ns);
+    env_stage->AddBusy(
+        std::chrono::nanoseconds(st.step_end_ns - st.step_begin_ns));
+    if (c.resetting || c.slot < 0) {  // a reset's or the initial observation
+      c.resetting = false;
+      StartDecision(env);
+      return;
+    }
+    RolloutSegment* s = c.seg;
+    const int t = c.slot;
+    bool ended = false;
+    if (st.error.ok()) {
+      frames->Add();
+      ++c.env_frames;
+      s->rewards[t] += st.result.reward;
+      c.episode_return += st.result.reward;
+      ++c.chunk_pos;
+      ended = st.result.done || st.result.truncated;
+    } else {
+      // Rejected action (counted by the pool): end the decision here.
+      c.chunk_pos = std::max(c.chunk_pos, 1);
+    }
+    s->executed[t] = static_cast<uint8_t>(c.chunk_pos);
+    if (!ended && st.error.ok() && c.chunk_pos < options.execute_steps) {
+      SendAction(env, c.chunk_pos);
+      return;
+    }
+    s->terminal[t] = ended ? 1 : 0;
+    s->n = t + 1;
+    c.slot = -1;
+    if (!ended) {
+      StartDecision(env);
+      return;
+    }
+    EpisodeEnded(env, st.result.success, c);
+    if (options.grpo) {
+      s->episode_end = true;
+      s->success = st.result.success;
+      s->episode_return = c.episode_return;
+      Emit(c);
+    }
+    c.episode_return = 0;
+    if (options.grpo) {
+      RequestReset(env, GroupInit(env, c.episodes));
+    } else {
+      ResetOnNextSend(env);  // the pool's auto-reset
+    }
+  }
+
+  // Resets `env` to `init_id` on its next pool step; its next ready state is
+  // the reset observation.
+  void RequestReset(int env, int init_id) {
+    pool->SetNextReset(env, init_id);
+    ResetOnNextSend(env);
+  }
+  void ResetOnNextSend(int env) {
+    cursors[env].resetting = true;
+    const float zero[kActionDim] = {};
+    const int id = env;
+    Fail(pool->Send(absl::MakeConstSpan(&id, 1),
+                    absl::MakeConstSpan(zero, kActionDim)));
+  }
+  void SendAction(int env, int k) {
+    const int id = env;
+    Fail(pool->Send(absl::MakeConstSpan(&id, 1),
+                    absl::MakeConstSpan(cursors[env].actions + k * kActionDim,
+                                        kActionDim)));
+  }
+};
+
+RolloutWorker::RolloutWorker(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+RolloutWorker::~RolloutWorker() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<RolloutWorker>> RolloutWorker::Create(
+    const RolloutWorkerOptions& options, ObservationChannel* observations,
+    SegmentChannel* segments, MetricsRegistry* metrics,
+    StageTimeline* timeline) {
+  if (options.pool.tasks.empty())
+    return absl::InvalidArgumentError("rollout worker: no tasks");
+  if (options.chunk < 1 || options.chunk > kMaxChunk ||
+      options.execute_steps < 1 || options.execute_steps > options.chunk) {
+    return absl::InvalidArgumentError(
+        "rollout worker: need 1 <= execute_steps <= chunk <= 64");
+  }
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  m.options = options;
+  if (!options.grpo) m.options.group_size = 1;
+  m.num_envs = options.pool.num_envs;
+  m.observations = observations;
+  m.segments = segments;
+  m.timeline = timeline;
+  m.gate = std::make_unique<AdmissionGate>(m.num_envs, options.quota,
+                                           options.max_policy_lag);
+  MetricsRegistry& r = *metrics;
+  m.frames = &r.counter("env_frames");
+  m.decisions = &r.counter("decisions");
+  m.episodes = &r.counter("episodes");
+  m.successes = &r.counter("successes");
+  m.success_rate = &r.gauge("success_rate");
+  m.parked = &r.gauge("envs_parked");
+  m.wait_for_action_ms = &r.histogram(
+      "time_wait_for_action_ms",
+      +[] { return Histogram::Exponential(0.01, 1.6, 32); });
+  m.env_stage = &r.stage("stage_env");
+  m.cursors.resize(static_cast<size_t>(m.num_envs));
+  for (int i = 0; i < m.num_envs; ++i) {
+    m.cursors[i].task = i % static_cast<int>(options.pool.tasks.size());
+  }
+  Impl* self = &m;
+  observations->SetReplyHandler(
+      [self](absl::Span<const ActionReply> r) { return self->OnReplies(r); });
+  EnvPoolOptions po = options.pool;
+  po.on_ready = [self](int env) { self->OnReady(env); };
+  absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(po);
+  if (!pool.ok()) return pool.status();
+  m.pool = *std::move(pool);
+  return std::unique_ptr<RolloutWorker>(new RolloutWorker(std::move(impl)));
+}
+
+void RolloutWorker::Start() {
+  Impl& m = *impl_;
+  for (int env = 0; env < m.num_envs; ++env) {
+    if (m.options.grpo) {
+      m.RequestReset(env, m.GroupInit(env, 0));
+    } else {
+      m.StartDecision(env);
+    }
+  }
+}
+
+void RolloutWorker::OnPolicyVersion(uint64_t version) {
+  Impl& m = *impl_;
+  // The gate counts policy versions of this run.
+  const uint64_t steps = version - std::min(version, m.options.base_version);
+  for (int env : m.gate->Advance(steps)) m.Submit(env);
+  m.parked->Set(m.gate->parked());
+}
+
+void RolloutWorker::Stop() {
+  impl_->stopping.store(true, std::memory_order_relaxed);
+  if (impl_->pool) impl_->pool->Close();
+}
+
+absl::Status RolloutWorker::status() const {
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->error;
+}
+
+int RolloutWorker::num_threads() const { return impl_->pool->num_threads(); }
+int RolloutWorker::parked() const { return impl_->gate->parked(); }
+uint64_t RolloutWorker::parks() const { return impl_->gate->parks(); }
+
+double RolloutWorker::RollingSuccess() const {
+  absl::MutexLock lock(&impl_->mu);
+  return impl_->recent.empty()
+             ? 0.0
+             : double(impl_->recent_successes) / impl_->recent.size();
+}
+
+std::vector<EpisodeRecord> RolloutWorker::Episodes() const {
+  std::vector<EpisodeRecord> out;
+  {
+    absl::MutexLock lock(&impl_->mu);
+    out = impl_->episode_log;
+  }
+  // Exact once Stop has returned: the env threads' counts are final.
+  const uint64_t max_frames =
+      static_cast<uint64_t>(impl_->options.max_episode_steps);
+  for (EpisodeRecord& e : out) {
+    const uint64_t last = impl_->cursors[static_cast<size_t>(e.env)].env_frames;
+    e.late = e.env_start_frame + max_frames > last;
+  }
+  return out;
+}
+
+}  // namespace rlvla3
