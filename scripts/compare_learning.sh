@@ -5,22 +5,23 @@
 # samples). Prints, per run, the success rate of the episodes grouped by the
 # policy version that started them (4 equal version ranges: the learning
 # curve), then the mean over seeds per mode, and the greedy success of the
-# SFT start and of each run's final checkpoint over the first EVAL initial
-# states (the same states for all: a paired comparison).
+# SFT start and of each run's final checkpoint over EVAL held-out initial
+# states (50 .. 50 + EVAL - 1; training draws from 0..49; the same states for
+# all: a paired comparison).
 #   scripts/compare_learning.sh [CONFIG] [STEPS] [SEEDS...]
-#   defaults: configs/libero_demo.yaml 160 0 1
+#   defaults: configs/learning_weak_start.yaml 60 0 1
 # Env: RLVLA3_BIN (default build/services/rl-vla3), OUT (default runs/compare),
-# EVAL (default 50).
+# EVAL (default 200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CONFIG=${1:-configs/libero_demo.yaml}
-STEPS=${2:-160}
+CONFIG=${1:-configs/learning_weak_start.yaml}
+STEPS=${2:-60}
 shift $(( $# > 2 ? 2 : $# )) || true
 SEEDS=("$@")
 [ ${#SEEDS[@]} -eq 0 ] && SEEDS=(0 1)
 BIN=${RLVLA3_BIN:-build/services/rl-vla3}
 OUT=${OUT:-runs/compare}
-EVAL=${EVAL:-50}
+EVAL=${EVAL:-200}
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/sft/checkpoint/model.safetensors" ]; then
@@ -40,8 +41,9 @@ for mode in sync async; do
     grep -E "run: |success by start version" "$OUT/$name/summary.txt"
   done
 done
-greedy() {  # success % of checkpoint $1 over the first $EVAL initial states
+greedy() {  # success % of checkpoint $1 over $EVAL held-out initial states
   "$BIN" eval --config "$CONFIG" --checkpoint "$1" --episodes "$EVAL" \
+    --first-init 50 \
     --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }'
 }
 declare -A final

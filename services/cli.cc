@@ -51,7 +51,7 @@ constexpr char kUsage[] =
     "                 scripted-expert success rate per task\n"
     "  sft            behaviour cloning of TinyVLA from the scripted experts\n"
     "  eval           --checkpoint DIR [--episodes N] [--task NAME]...\n"
-    "                 [--actions greedy|sampled]\n"
+    "                 [--actions greedy|sampled] [--first-init K]\n"
     "                 a checkpoint's success rate per task\n"
     "  train          [--mode sync|async] [--init-checkpoint DIR]\n"
     "                 RL post-training: env pool, inference actors, learner\n"
@@ -320,6 +320,15 @@ int VerbEval(const CommonFlags& f) {
   }
   auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
   if (!episodes) return kExitUsage;
+  int first_init = 0;
+  if (const std::string v = f.Get("--first-init", "0");
+      !absl::SimpleAtoi(v, &first_init) || first_init < 0) {
+    std::fprintf(stderr,
+                 "rl-vla3: eval --first-init expects an integer >= 0, got "
+                 "'%s'\n",
+                 v.c_str());
+    return kExitUsage;
+  }
   const std::string actions = f.Get("--actions", "greedy");
   if (actions != "greedy" && actions != "sampled") {
     std::fprintf(
@@ -346,8 +355,8 @@ int VerbEval(const CommonFlags& f) {
   ck->net->eval();
   TinyVLAPolicy policy(ck->net, ck->version);
   const auto start = absl::Now();
-  absl::StatusOr<std::vector<TaskSuccess>> r =
-      EvaluatePolicy(policy, ck->tokenizer, cfg, *tasks, *episodes, sampled);
+  absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
+      policy, ck->tokenizer, cfg, *tasks, *episodes, sampled, first_init);
   if (!r.ok()) {
     spdlog::error("eval: {}", r.status().ToString());
     return kExitFailure;
@@ -355,10 +364,10 @@ int VerbEval(const CommonFlags& f) {
   std::printf("%s", FormatTaskSuccess(*r).c_str());
   std::printf(
       "checkpoint %s (policy version %llu), %s actions, %d episodes per task "
-      "from initial states 0..%d, %.0f s\n",
+      "from initial states %d..%d, %.0f s\n",
       path.c_str(), static_cast<unsigned long long>(ck->version),
-      sampled ? "sampled" : "greedy", *episodes, *episodes - 1,
-      absl::ToDoubleSeconds(absl::Now() - start));
+      sampled ? "sampled" : "greedy", *episodes, first_init,
+      first_init + *episodes - 1, absl::ToDoubleSeconds(absl::Now() - start));
   return kExitOk;
 }
 
@@ -467,7 +476,8 @@ int RunCli(const std::vector<std::string>& args) {
   }
   if (verb == "eval") {
     auto flags = ParseFlags(
-        args, 1, {"--checkpoint", "--episodes", "--task", "--actions"});
+        args, 1,
+        {"--checkpoint", "--episodes", "--task", "--actions", "--first-init"});
     return flags ? VerbEval(*flags) : kExitUsage;
   }
   if (verb == "train") {

@@ -187,7 +187,8 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
 
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     Policy& policy, const TextTokenizer& tokenizer, const Config& c,
-    const std::vector<TaskSpec>& tasks, int episodes, bool sampled) {
+    const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
+    int first_init) {
   if (sampled) torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   ConfigureSoftwareRasterizer(static_cast<int>(c.threads.lp_num_threads));
   absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
@@ -215,7 +216,7 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
           ManipulationEnv::Create(*model, opts,
                                   static_cast<uint64_t>(c.run.seed), e, shared);
       if (!env.ok()) return env.status();
-      (*env)->Reset(e % kInitStatesPerTask);
+      (*env)->Reset(first_init + e);
       jobs.push_back(Job{*std::move(env), static_cast<int>(t)});
     }
   }

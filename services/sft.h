@@ -67,12 +67,15 @@ absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c);
 absl::StatusOr<DemoSet> CollectDemonstrations(
     const Config& c, const std::vector<TaskSpec>& tasks);
 
-// Rollouts of `policy` from initial states 0..episodes-1 of each task: greedy
-// (most likely token per dimension) or sampled, as RL rollouts act (torch's
-// generator seeded with run.seed, so a sampled evaluation repeats).
+// Rollouts of `policy` from initial states first_init .. first_init +
+// episodes - 1 of each task: greedy (most likely token per dimension) or
+// sampled, as RL rollouts act (torch's generator seeded with run.seed, so a
+// sampled evaluation repeats). Training draws its episodes from states
+// 0..kInitStatesPerTask-1 (50); states from 50 on are held out.
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     Policy& policy, const TextTokenizer& tokenizer, const Config& c,
-    const std::vector<TaskSpec>& tasks, int episodes, bool sampled);
+    const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
+    int first_init = 0);
 
 // Collect, train, evaluate, checkpoint. `progress` gets a one-line status.
 absl::StatusOr<SftResult> RunSft(
