@@ -2,6 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "policies/checkpoint.h"
+
 namespace rlvla3 {
 
 TinyVLAPolicy::TinyVLAPolicy(TinyVLA net, uint64_t version,
@@ -26,6 +31,50 @@ at::Tensor TinyVLAPolicy::TokensToActions(const at::Tensor& tokens,
       .add(0.5)
       .mul(2.0 / static_cast<double>(bins))
       .sub(1.0);
+}
+
+TrainablePolicy::ParameterGroups TinyVLAPolicy::Parameters() {
+  ParameterGroups g;
+  for (const auto& p : net_->named_parameters()) {
+    if (absl::StartsWith(p.key(), "value_head.")) {
+      g.value.push_back(p.value());
+    } else if (p.key() == "action_log_scale") {
+      g.action_scale.push_back(p.value());
+    } else {
+      g.weights.push_back(p.value());
+    }
+  }
+  return g;
+}
+
+at::Tensor TinyVLAPolicy::Values(const PolicyInput& in) {
+  torch::NoGradGuard no_grad;
+  return net_->forward(in, /*packed=*/true).values;
+}
+
+void TinyVLAPolicy::SetTraining(bool training) { net_->train(training); }
+
+std::shared_ptr<Policy> TinyVLAPolicy::Snapshot(uint64_t version) {
+  auto copy = std::dynamic_pointer_cast<TinyVLAImpl>(net_->clone());
+  copy->eval();
+  for (auto& p : copy->parameters()) p.set_requires_grad(false);
+  return std::make_shared<TinyVLAPolicy>(TinyVLA(copy), version,
+                                         packed_evaluate_);
+}
+
+absl::Status TinyVLAPolicy::SetActionTemperature(double temperature) {
+  if (!(temperature > 0)) {
+    return absl::InvalidArgumentError("action temperature must be > 0");
+  }
+  torch::NoGradGuard no_grad;
+  net_->named_parameters()["action_log_scale"].fill_(-std::log(temperature));
+  return absl::OkStatus();
+}
+
+absl::Status TinyVLAPolicy::Save(const std::string& dir,
+                                 const TextTokenizer& tokenizer,
+                                 uint64_t version) {
+  return SaveCheckpoint(dir, net_, tokenizer, version);
 }
 
 ActResult TinyVLAPolicy::Act(const PolicyInput& in, bool greedy) {

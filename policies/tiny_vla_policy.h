@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "policies/policy.h"
 #include "policies/text_tokenizer.h"
 #include "policies/tiny_vla.h"
+#include "policies/trainable_policy.h"
 
 namespace rlvla3 {
 
-class TinyVLAPolicy final : public Policy {
+class TinyVLAPolicy final : public TrainablePolicy {
  public:
   TinyVLAPolicy(TinyVLA net, uint64_t version, bool packed_evaluate = true);
 
@@ -36,6 +36,19 @@ class TinyVLAPolicy final : public Policy {
     return version_.load(std::memory_order_acquire);
   }
   void set_version(uint64_t v) { version_.store(v, std::memory_order_release); }
+
+  // TrainablePolicy. Groups: value_head.* (value), action_log_scale
+  // (action_scale), everything else (weights).
+  ParameterGroups Parameters() override;
+  at::Tensor Values(const PolicyInput& in) override;
+  void SetTraining(bool training) override;
+  std::shared_ptr<Policy> Snapshot(uint64_t version) override;
+  int64_t max_text_len() const override {
+    return net_->options().max_text_len();
+  }
+  absl::Status SetActionTemperature(double temperature) override;
+  absl::Status Save(const std::string& dir, const TextTokenizer& tokenizer,
+                    uint64_t version) override;
 
   TinyVLA& net() { return net_; }
 

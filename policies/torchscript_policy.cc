@@ -3,6 +3,12 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "policies/tiny_vla_policy.h"
 
@@ -15,9 +21,10 @@ struct TorchScriptPolicy::Module {
 TorchScriptPolicy::~TorchScriptPolicy() = default;
 
 absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> TorchScriptPolicy::Load(
-    const std::string& path, int64_t bins) {
+    const std::string& path, int64_t bins, int64_t max_text_len) {
   std::unique_ptr<TorchScriptPolicy> p(new TorchScriptPolicy);
   p->bins_ = bins;
+  p->max_text_len_ = max_text_len;
   p->module_ = std::make_unique<Module>();
   try {
     p->module_->m = torch::jit::load(path);
@@ -84,6 +91,110 @@ EvalResult TorchScriptPolicy::Evaluate(const PolicyInput& in,
   e.entropy = out->elements()[1].toTensor();
   e.values = out->elements()[2].toTensor();
   return e;
+}
+
+namespace {
+constexpr char kFormat[] = "rl-vla3/torchscript/v1";
+}  // namespace
+
+TrainablePolicy::ParameterGroups TorchScriptPolicy::Parameters() {
+  ParameterGroups g;
+  for (const auto& p : module_->m.named_parameters(/*recurse=*/true)) {
+    if (!p.value.requires_grad()) continue;
+    (absl::StartsWith(p.name, "value_head.") ? g.value : g.weights)
+        .push_back(p.value);
+  }
+  return g;
+}
+
+at::Tensor TorchScriptPolicy::Values(const PolicyInput& in) {
+  torch::NoGradGuard no_grad;
+  const at::Tensor tokens =
+      torch::zeros({in.proprio.size(0), chunk_, 7}, torch::kLong);
+  return Evaluate(in, tokens).values;
+}
+
+void TorchScriptPolicy::SetTraining(bool training) {
+  module_->m.train(training);
+}
+
+std::shared_ptr<Policy> TorchScriptPolicy::Snapshot(uint64_t version) {
+  std::shared_ptr<TorchScriptPolicy> p(new TorchScriptPolicy);
+  p->module_ = std::make_unique<Module>();
+  p->module_->m = module_->m.clone();
+  p->module_->m.eval();
+  for (at::Tensor t : p->module_->m.parameters()) t.set_requires_grad(false);
+  p->bins_ = bins_;
+  p->chunk_ = chunk_;
+  p->max_text_len_ = max_text_len_;
+  p->set_version(version);
+  return p;
+}
+
+absl::Status TorchScriptPolicy::SetActionTemperature(double) {
+  return absl::UnimplementedError(
+      "a TorchScript policy samples at its own temperature "
+      "(rl.init_action_temperature applies to TinyVLA only)");
+}
+
+absl::Status TorchScriptPolicy::Save(const std::string& dir,
+                                     const TextTokenizer& tokenizer,
+                                     uint64_t version) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  }
+  try {
+    module_->m.save(dir + "/policy.pt");
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(
+        dir, "/policy.pt: write failed: ", e.what_without_backtrace()));
+  }
+  const nlohmann::json side = {{"format", kFormat},
+                               {"policy_version", version},
+                               {"max_text_len", max_text_len_},
+                               {"bins", bins_},
+                               {"tokenizer", {{"words", tokenizer.words()}}}};
+  const std::string json_path = dir + "/policy.json";
+  std::ofstream out(json_path, std::ios::trunc);
+  out << side.dump(2) << "\n";
+  out.flush();
+  if (!out) return absl::InternalError(json_path + ": write failed");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PolicyCheckpoint> TorchScriptPolicy::LoadCheckpoint(
+    const std::string& dir) {
+  const std::string json_path = dir + "/policy.json";
+  std::ifstream in(json_path);
+  if (!in) return absl::NotFoundError(json_path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const nlohmann::json side =
+      nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (side.is_discarded() || side.value("format", "") != kFormat) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(json_path, ": not a ", kFormat, " sidecar"));
+  }
+  PolicyCheckpoint c;
+  try {
+    c.version = side.at("policy_version").get<uint64_t>();
+    absl::StatusOr<TextTokenizer> tok = TextTokenizer::FromWords(
+        side.at("tokenizer").at("words").get<std::vector<std::string>>());
+    if (!tok.ok()) return tok.status();
+    c.tokenizer = *std::move(tok);
+    absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
+        Load(dir + "/policy.pt", side.at("bins").get<int64_t>(),
+             side.at("max_text_len").get<int64_t>());
+    if (!p.ok()) return p.status();
+    (*p)->set_version(c.version);
+    c.policy = std::shared_ptr<TrainablePolicy>(std::move(*p));
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(json_path, ": ", e.what()));
+  }
+  return c;
 }
 
 }  // namespace rlvla3

@@ -13,9 +13,16 @@
 // Tokens are bins in [0, 256) per action dimension; actions are bin centres.
 // Loading fails with a clear error if a method is missing.
 //
+// It trains like TinyVLA: evaluate() must be differentiable (autograd runs
+// through the scripted code); parameters named value_head.* form the value
+// group, all others the weights. A checkpoint is the folder's policy.pt
+// (the module with its trained weights) and policy.json (version, tokenizer,
+// text length).
+//
 // Example:
 //   absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
-//       TorchScriptPolicy::Load("my_policy.pt", /*bins=*/256);
+//       TorchScriptPolicy::Load("my_policy.pt", /*bins=*/256,
+//                               /*max_text_len=*/16);
 //   ActResult a = (*p)->Act(input, false);
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_POLICIES_TORCHSCRIPT_POLICY_H_
@@ -26,14 +33,17 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "policies/policy.h"
+#include "policies/trainable_policy.h"
 
 namespace rlvla3 {
 
-class TorchScriptPolicy final : public Policy {
+class TorchScriptPolicy final : public TrainablePolicy {
  public:
   static absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> Load(
-      const std::string& path, int64_t bins = 256);
+      const std::string& path, int64_t bins = 256, int64_t max_text_len = 16);
+  // A checkpoint folder written by Save.
+  static absl::StatusOr<PolicyCheckpoint> LoadCheckpoint(
+      const std::string& dir);
   ~TorchScriptPolicy() override;
 
   ActResult Act(const PolicyInput& in, bool greedy) override;
@@ -44,12 +54,22 @@ class TorchScriptPolicy final : public Policy {
   }
   void set_version(uint64_t v) { version_.store(v, std::memory_order_release); }
 
+  ParameterGroups Parameters() override;
+  at::Tensor Values(const PolicyInput& in) override;
+  void SetTraining(bool training) override;
+  std::shared_ptr<Policy> Snapshot(uint64_t version) override;
+  int64_t max_text_len() const override { return max_text_len_; }
+  absl::Status SetActionTemperature(double temperature) override;
+  absl::Status Save(const std::string& dir, const TextTokenizer& tokenizer,
+                    uint64_t version) override;
+
  private:
   struct Module;
   TorchScriptPolicy() = default;
   std::unique_ptr<Module> module_;
   int64_t bins_ = 256;
   int chunk_ = 1;
+  int64_t max_text_len_ = 16;
   std::atomic<uint64_t> version_{0};
 };
 

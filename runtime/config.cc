@@ -109,6 +109,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Bool("metrics.jsonl", &c->metrics.jsonl, "write metrics.jsonl");
   s->Bool("metrics.csv", &c->metrics.csv, "write metrics.csv");
 
+  s->Choice("policy.kind", &c->policy.kind, {"tiny_vla", "torchscript"},
+            "tiny_vla (built from policy.*) or torchscript (policy.path)");
+  s->String("policy.path", &c->policy.path,
+            "TorchScript module (.pt) for policy.kind torchscript");
   s->Int("policy.d_model", &c->policy.d_model, {8, 4096},
          "TinyVLA token width");
   s->Int("policy.heads", &c->policy.heads, {1, 64},
@@ -262,6 +266,12 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
                        absl::StrCat(c.batcher.max_batch),
                        absl::StrCat("at most queues.request.capacity (",
                                     c.queues.request.capacity, ")")}
+        .ToStatus();
+  }
+  if (c.policy.kind == "torchscript" && c.policy.path.empty()) {
+    return ConfigError{origin, "policy.path", "\"\"",
+                       "a TorchScript module (.pt) when policy.kind is "
+                       "torchscript"}
         .ToStatus();
   }
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {

@@ -101,6 +101,10 @@ struct EnvConfig {
 
 // TinyVLA sizes (policies/tiny_vla.h); the defaults train on a 2-core CPU.
 struct PolicyConfig {
+  // tiny_vla: TinyVLA built from the keys below; torchscript: the user's
+  // scripted module at `path` (act/evaluate, README), trained the same way.
+  std::string kind = "tiny_vla";
+  std::string path = "";
   int64_t d_model = 128;
   int64_t heads = 4;
   int64_t layers = 2;

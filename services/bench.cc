@@ -65,16 +65,14 @@ PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len) {
 
 void BenchInference(const Config& c, const EngineParts& parts, double seconds,
                     StageAlone* out) {
-  auto copy = std::dynamic_pointer_cast<TinyVLAImpl>(parts.net->clone());
-  copy->eval();
-  TinyVLAPolicy policy(TinyVLA(copy), 0);
+  const std::shared_ptr<Policy> policy = parts.policy->Snapshot(0);
   const int64_t B = std::min<int64_t>(c.batcher.max_batch, c.env.num_envs);
-  PolicyInput in = SyntheticInput(c, B, copy->options().max_text_len());
-  policy.Act(in, false);  // warm-up
+  PolicyInput in = SyntheticInput(c, B, parts.policy->max_text_len());
+  policy->Act(in, false);  // warm-up
   int64_t n = 0;
   const auto t0 = Clock::now();
   while (Since(t0) < seconds) {
-    policy.Act(in, false);
+    policy->Act(in, false);
     n += B;
   }
   out->inference_batch = static_cast<int>(B);
@@ -83,19 +81,19 @@ void BenchInference(const Config& c, const EngineParts& parts, double seconds,
 
 void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
                   StageAlone* out) {
-  auto copy = std::dynamic_pointer_cast<TinyVLAImpl>(parts.net->clone());
-  const int64_t L = copy->options().max_text_len();
+  // Trains the bench's own copy (the engine runs build theirs).
+  const int64_t L = parts.policy->max_text_len();
   at::Tensor text = torch::randint(2, 8, {1, L}, torch::kLong);
   at::Tensor lens = torch::full({1}, L, torch::kLong);
   LearnerOptions lo = LearnerOptionsFromConfig(c.rl);
   lo.algorithm = "ppo";  // synthetic segments: no GRPO groups
   lo.global_units = c.env.num_envs * c.rl.rollout_len;
   lo.max_policy_lag = 1000000;
-  LearnerCore learner(TinyVLA(copy), text, lens, lo, 0);
+  LearnerCore learner(parts.policy, text, lens, lo, 0);
   SegmentShape shape;
   shape.width = static_cast<int>(c.env.image_width);
   shape.height = static_cast<int>(c.env.image_height);
-  shape.chunk = static_cast<int>(copy->options().chunk());
+  shape.chunk = parts.policy->chunk();
   shape.capacity = static_cast<int>(c.rl.rollout_len);
   std::vector<std::unique_ptr<RolloutSegment>> segs;
   std::mt19937 rng(static_cast<uint32_t>(c.run.seed));

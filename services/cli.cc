@@ -16,6 +16,7 @@
 #include "envs/egl_context.h"
 #include "policies/checkpoint.h"
 #include "policies/tiny_vla_policy.h"
+#include "policies/trainable_policy.h"
 #include "runtime/config.h"
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
@@ -337,14 +338,14 @@ int VerbEval(const CommonFlags& f) {
     return kExitUsage;
   }
   const bool sampled = actions == "sampled";
-  absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(path);
+  absl::StatusOr<PolicyCheckpoint> ck = LoadPolicyCheckpoint(path);
   if (!ck.ok()) {
     spdlog::error("eval: {}", ck.status().ToString());
     return kExitUsage;
   }
   Config cfg = *c;
-  cfg.policy.chunk = ck->net->options().chunk();
-  cfg.policy.max_text_len = ck->net->options().max_text_len();
+  cfg.policy.chunk = ck->policy->chunk();
+  cfg.policy.max_text_len = ck->policy->max_text_len();
   if (!f.All("--task").empty())
     cfg.sft.tasks = absl::StrJoin(f.All("--task"), ",");
   absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(cfg);
@@ -352,8 +353,8 @@ int VerbEval(const CommonFlags& f) {
     spdlog::error("eval: {}", tasks.status().ToString());
     return kExitUsage;
   }
-  ck->net->eval();
-  TinyVLAPolicy policy(ck->net, ck->version);
+  ck->policy->SetTraining(false);
+  Policy& policy = *ck->policy;
   const auto start = absl::Now();
   absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
       policy, ck->tokenizer, cfg, *tasks, *episodes, sampled, first_init);

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "envs/task.h"
 #include "envs/task_file.h"
 #include "policies/checkpoint.h"
 #include "policies/tiny_vla_policy.h"
+#include "policies/torchscript_policy.h"
 #include "services/config_bridge.h"
 
 namespace rlvla3 {
@@ -20,9 +22,10 @@ namespace rlvla3 {
 absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
   EngineParts p;
   if (!c.rl.init_checkpoint.empty()) {
-    absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(c.rl.init_checkpoint);
+    absl::StatusOr<PolicyCheckpoint> ck =
+        LoadPolicyCheckpoint(c.rl.init_checkpoint);
     if (!ck.ok()) return ck.status();
-    p.net = ck->net;
+    p.policy = ck->policy;
     p.tokenizer = ck->tokenizer;
     p.version = ck->version;
     spdlog::info("train: starting from {} (policy version {})",
@@ -34,13 +37,27 @@ absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
     std::vector<std::string> instructions;
     for (const TaskSpec& t : *tasks) instructions.push_back(t.instruction);
     p.tokenizer = TextTokenizer::Build(instructions);
-    torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-    p.net = TinyVLA(TinyVLAOptionsFromConfig(c, p.tokenizer.size()));
+    if (c.policy.kind == "torchscript") {
+      absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> ts =
+          TorchScriptPolicy::Load(c.policy.path, /*bins=*/256,
+                                  c.policy.max_text_len);
+      if (!ts.ok()) return ts.status();
+      p.policy = std::shared_ptr<TrainablePolicy>(std::move(*ts));
+      spdlog::info("train: TorchScript policy {} (chunk {})", c.policy.path,
+                   p.policy->chunk());
+    } else {
+      torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+      p.policy = std::make_shared<TinyVLAPolicy>(
+          TinyVLA(TinyVLAOptionsFromConfig(c, p.tokenizer.size())), 0);
+    }
   }
   if (c.rl.init_action_temperature > 0) {
-    torch::NoGradGuard no_grad;
-    p.net->named_parameters()["action_log_scale"].fill_(
-        -std::log(c.rl.init_action_temperature));
+    if (absl::Status s =
+            p.policy->SetActionTemperature(c.rl.init_action_temperature);
+        !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rl.init_action_temperature: ", s.message()));
+    }
     spdlog::info("train: sampling temperature {} on every action dimension",
                  c.rl.init_action_temperature);
   }
@@ -82,7 +99,7 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   o.algorithm = c.rl.algorithm;
   const bool grpo = c.rl.algorithm == "grpo";
   const int num_envs = static_cast<int>(c.env.num_envs);
-  const int chunk = static_cast<int>(parts.net->options().chunk());
+  const int chunk = parts.policy->chunk();
   const int execute =
       static_cast<int>(std::min<int64_t>(c.rl.execute_steps, chunk));
   if (c.rl.execute_steps > chunk) {
@@ -96,7 +113,7 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   const int64_t quota = c.rl.rollouts_per_step * (grpo ? 1 : c.rl.rollout_len);
   at::Tensor text, text_len;
   EncodeInstructionTable(instructions, parts.tokenizer,
-                         parts.net->options().max_text_len(), &text, &text_len);
+                         parts.policy->max_text_len(), &text, &text_len);
 
   RolloutWorkerOptions& r = o.rollout;
   r.pool = EnvPoolOptionsFromConfig(c, names);

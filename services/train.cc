@@ -147,7 +147,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
         st.version % static_cast<uint64_t>(c.rl.checkpoint_every) == 0) {
       const std::string dir =
           absl::StrCat(run_dir, "/checkpoints/version_", st.version);
-      fail_output(SaveCheckpoint(dir, e.net(), e.tokenizer(), st.version));
+      fail_output(e.policy().Save(dir, e.tokenizer(), st.version));
     }
   };
   hooks.should_stop = [] { return g_interrupted.load(); };
@@ -175,8 +175,8 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
     csv.flush();
     if (absl::Status cs = StreamStatus(csv, episodes_csv); !cs.ok()) return cs;
     run.checkpoint = run_dir + "/checkpoints/final";
-    if (absl::Status cs = SaveCheckpoint(run.checkpoint, e.net(), e.tokenizer(),
-                                         run.summary.version);
+    if (absl::Status cs =
+            e.policy().Save(run.checkpoint, e.tokenizer(), run.summary.version);
         !cs.ok()) {
       return cs;
     }

@@ -80,7 +80,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::Create(
   LearnerRoleOptions lo = options.learner;
   lo.whole_batch = options.sync;
   m.learner =
-      std::make_unique<Learner>(parts.net, lo, parts.version, &m.segments,
+      std::make_unique<Learner>(parts.policy, lo, parts.version, &m.segments,
                                 &m.weights, &m.metrics, &m.timeline);
   absl::StatusOr<std::unique_ptr<RolloutWorker>> worker = RolloutWorker::Create(
       options.rollout, &m.observations, &m.segments, &m.metrics, &m.timeline);
@@ -238,7 +238,7 @@ std::vector<int64_t> LocalEngine::LagHistogram() const {
   return impl_->learner->LagHistogram();
 }
 
-TinyVLA& LocalEngine::net() { return impl_->learner->net(); }
+TrainablePolicy& LocalEngine::policy() { return impl_->learner->policy(); }
 
 const TextTokenizer& LocalEngine::tokenizer() const { return impl_->tokenizer; }
 

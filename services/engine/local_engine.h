@@ -37,7 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "policies/text_tokenizer.h"
-#include "policies/tiny_vla.h"
+#include "policies/trainable_policy.h"
 #include "runtime/bounded_queue.h"
 #include "runtime/metrics.h"
 #include "runtime/rollout_segment.h"
@@ -50,9 +50,9 @@ namespace rlvla3 {
 
 // What the engine trains (the verb loads these from config/checkpoint).
 struct EngineParts {
-  TinyVLA net{nullptr};     // trained by the learner
-  TextTokenizer tokenizer;  // instructions -> tokens
-  uint64_t version = 0;     // of net's weights
+  std::shared_ptr<TrainablePolicy> policy;  // trained by the learner
+  TextTokenizer tokenizer;                  // instructions -> tokens
+  uint64_t version = 0;                     // of the policy's weights
 };
 
 struct LocalEngineOptions {
@@ -130,8 +130,8 @@ class LocalEngine {
   std::vector<EpisodeRecord> Episodes() const;
   // Histogram of trained samples' policy lag (index = lag).
   std::vector<int64_t> LagHistogram() const;
-  // The learner's network (e.g. for the final checkpoint, after Run).
-  TinyVLA& net();
+  // The learner's policy (e.g. for the final checkpoint, after Run).
+  TrainablePolicy& policy();
   const TextTokenizer& tokenizer() const;
 
  private:

@@ -95,17 +95,17 @@ struct Learner::Metrics {
   }
 };
 
-Learner::Learner(TinyVLA net, const LearnerRoleOptions& options,
-                 uint64_t version, SegmentSource* segments,
-                 WeightChannel<Policy>* weights, MetricsRegistry* metrics,
-                 StageTimeline* timeline)
+Learner::Learner(std::shared_ptr<TrainablePolicy> policy,
+                 const LearnerRoleOptions& options, uint64_t version,
+                 SegmentSource* segments, WeightChannel<Policy>* weights,
+                 MetricsRegistry* metrics, StageTimeline* timeline)
     : options_(options),
       segments_(segments),
       weights_(weights),
       timeline_(timeline),
       m_(std::make_unique<Metrics>(*metrics, options.core.ppo_epochs)) {
   core_ = std::make_unique<LearnerCore>(
-      std::move(net), options.text, options.text_len, options.core, version);
+      std::move(policy), options.text, options.text_len, options.core, version);
   version_.store(version);
   weights_->Publish(core_->MakeSnapshot(), version);
 }
@@ -139,7 +139,7 @@ std::vector<int64_t> Learner::LagHistogram() const {
   return lag_hist_;
 }
 
-TinyVLA& Learner::net() { return core_->net(); }
+TrainablePolicy& Learner::policy() { return core_->policy(); }
 
 void Learner::Publish() {
   const int64_t t0 = NowNs();

@@ -11,7 +11,7 @@
 // the whole global batch before it trains its first micro-batch.
 //
 // Example:
-//   Learner learner(net, options, version, &segments, &weights, &metrics,
+//   Learner learner(policy, options, version, &segments, &weights, &metrics,
 //                   &timeline);          // publishes `version` at once
 //   learner.Start([&] { segments.Close(); }, on_step);
 //   ...
@@ -28,7 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "policies/tiny_vla.h"
+#include "policies/trainable_policy.h"
 #include "runtime/metrics.h"
 #include "runtime/segment_channel.h"
 #include "runtime/stage_timeline.h"
@@ -51,7 +51,8 @@ class Learner {
   using StepHook = std::function<void(const LearnerStepStats&)>;
   // Publishes the initial weights at `version` on `weights`. The channels,
   // `metrics` and `timeline` must outlive the learner.
-  Learner(TinyVLA net, const LearnerRoleOptions& options, uint64_t version,
+  Learner(std::shared_ptr<TrainablePolicy> policy,
+          const LearnerRoleOptions& options, uint64_t version,
           SegmentSource* segments, WeightChannel<Policy>* weights,
           MetricsRegistry* metrics, StageTimeline* timeline);
   ~Learner();
@@ -72,8 +73,8 @@ class Learner {
   uint64_t version() const;
   // Trained samples per policy lag (index = lag), as of the last step.
   std::vector<int64_t> LagHistogram() const;
-  // The trained network: only while the learner thread is not running.
-  TinyVLA& net();
+  // The trained policy: only while the learner thread is not running.
+  TrainablePolicy& policy();
 
  private:
   absl::Status Loop();

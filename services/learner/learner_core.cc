@@ -9,7 +9,6 @@
 #include <limits>
 
 #include "absl/strings/match.h"
-#include "policies/tiny_vla_policy.h"
 #include "services/learner/advantages.h"
 
 namespace rlvla3 {
@@ -41,32 +40,28 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   return lo;
 }
 
-LearnerCore::LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
+LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
+                         at::Tensor text, at::Tensor text_len,
                          const LearnerOptions& options, uint64_t version)
-    : net_(std::move(net)),
+    : policy_(std::move(policy)),
       text_(std::move(text)),
       text_len_(std::move(text_len)),
       options_(options),
       version_(version),
       lr_(options.lr),
       shuffle_rng_(options.shuffle_seed) {
-  policy_ = std::make_unique<TinyVLAPolicy>(net_, version_);
-  net_->train();
+  policy_->SetTraining(true);
   // Three parameter groups, each at its own rate: the value head (fit from
   // scratch after SFT, on stopped-gradient features), the action heads'
   // log-temperatures (one scalar per action dimension: like a Gaussian
   // policy's log-std, it needs a far larger step than the weights to move
   // within a run) and everything else.
-  std::vector<at::Tensor> policy_params, value_params, scale_params;
-  for (const auto& p : net_->named_parameters()) {
-    if (absl::StartsWith(p.key(), "value_head.")) {
-      value_params.push_back(p.value());
-    } else if (p.key() == "action_log_scale") {
-      scale_params.push_back(p.value());
-    } else {
-      policy_params.push_back(p.value());
-    }
-  }
+  TrainablePolicy::ParameterGroups g = policy_->Parameters();
+  std::vector<at::Tensor>& policy_params = g.weights;
+  std::vector<at::Tensor>& value_params = g.value;
+  std::vector<at::Tensor>& scale_params = g.action_scale;
+  for (auto* group : {&g.weights, &g.value, &g.action_scale})
+    params_.insert(params_.end(), group->begin(), group->end());
   const auto group_options = [](double lr, double weight_decay) {
     return std::make_unique<torch::optim::AdamWOptions>(
         torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
@@ -209,8 +204,7 @@ void LearnerCore::AddPpo(const std::vector<RolloutSegment*>& segs) {
   if (!boot.empty()) {
     torch::NoGradGuard no_grad;
     PolicyInput in = Gather(boot, nullptr);
-    at::Tensor v =
-        net_->forward(in, /*packed=*/true).values.to(torch::kCPU).contiguous();
+    at::Tensor v = policy_->Values(in).to(torch::kCPU).contiguous();
     std::memcpy(boot_values.data(), v.data_ptr<float>(),
                 sizeof(float) * boot.size());
   }
@@ -468,7 +462,7 @@ at::Tensor LearnerCore::LossSums::Pack() const {
 
 at::Tensor LearnerCore::ClipGradients() {
   std::vector<at::Tensor> grads, norms;
-  for (const auto& p : net_->parameters()) {
+  for (const auto& p : params_) {
     if (!p.grad().defined()) continue;
     grads.push_back(p.grad());
     norms.push_back(p.grad().norm(2));
@@ -588,10 +582,7 @@ std::vector<RolloutSegment*> LearnerCore::TakeConsumed() {
 }
 
 std::shared_ptr<Policy> LearnerCore::MakeSnapshot() {
-  auto copy = std::dynamic_pointer_cast<TinyVLAImpl>(net_->clone());
-  copy->eval();
-  for (auto& p : copy->parameters()) p.set_requires_grad(false);
-  return std::make_shared<TinyVLAPolicy>(TinyVLA(copy), version_);
+  return policy_->Snapshot(version_);
 }
 
 }  // namespace rlvla3

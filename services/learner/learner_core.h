@@ -12,7 +12,7 @@
 // Leftover samples carry over to the next global batch.
 //
 // Example:
-//   LearnerCore learner(net, text, text_len, options, /*version=*/0);
+//   LearnerCore learner(policy, text, text_len, options, /*version=*/0);
 //   learner.Add({segment});
 //   while (learner.CanTrain()) learner.TrainMicroBatch();
 //   if (learner.ReadyToStep()) LearnerStepStats s = learner.Step();
@@ -33,7 +33,7 @@
 
 #include "absl/types/span.h"
 #include "policies/policy.h"
-#include "policies/tiny_vla.h"
+#include "policies/trainable_policy.h"
 #include "runtime/config.h"
 #include "runtime/rollout_segment.h"
 #include "services/learner/ppo_loss.h"
@@ -114,8 +114,9 @@ struct LearnerStepStats {
 class LearnerCore {
  public:
   // text [T, L] / text_len [T]: instruction tokens of each task row.
-  LearnerCore(TinyVLA net, at::Tensor text, at::Tensor text_len,
-              const LearnerOptions& options, uint64_t version);
+  LearnerCore(std::shared_ptr<TrainablePolicy> policy, at::Tensor text,
+              at::Tensor text_len, const LearnerOptions& options,
+              uint64_t version);
   ~LearnerCore();
 
   // Takes ownership of the segments until TakeConsumed hands them back.
@@ -131,7 +132,7 @@ class LearnerCore {
   std::shared_ptr<Policy> MakeSnapshot();
 
   uint64_t version() const { return version_; }
-  TinyVLA& net() { return net_; }
+  TrainablePolicy& policy() { return *policy_; }
   int64_t global_units() const { return options_.global_units; }
   int64_t ready_samples() const { return static_cast<int64_t>(ready_.size()); }
   int64_t dropped_samples() const { return dropped_samples_; }
@@ -225,8 +226,8 @@ class LearnerCore {
   double MeasureStepKl();
   void AdaptLearningRate(double step_kl);
 
-  TinyVLA net_;
-  std::unique_ptr<Policy> policy_;  // Evaluate over net_
+  std::shared_ptr<TrainablePolicy> policy_;
+  std::vector<at::Tensor> params_;  // every trainable parameter
   at::Tensor text_, text_len_;
   LearnerOptions options_;
   uint64_t version_;

@@ -58,6 +58,12 @@ void Fill(RolloutSegment* s, int n, uint64_t version, uint32_t seed) {
 
 class LearnerTest : public testing::Test {
  protected:
+  static std::shared_ptr<TrainablePolicy> Wrap(TinyVLA net) {
+    return std::make_shared<TinyVLAPolicy>(net, /*version=*/0);
+  }
+  static TinyVLA& NetOf(LearnerCore& l) {
+    return static_cast<TinyVLAPolicy&>(l.policy()).net();
+  }
   void SetUp() override {
     torch::manual_seed(0);
     text_ = torch::ones({1, 4}, torch::kLong);
@@ -71,7 +77,7 @@ class LearnerTest : public testing::Test {
   }
   std::vector<at::Tensor> Weights(LearnerCore& l) {
     std::vector<at::Tensor> out;
-    for (const auto& p : l.net()->parameters())
+    for (const auto& p : NetOf(l)->parameters())
       out.push_back(p.detach().clone());
     return out;
   }
@@ -88,7 +94,8 @@ class LearnerTest : public testing::Test {
 };
 
 TEST_F(LearnerTest, OneOptimizerStepPerGlobalBatchWithCarryOver) {
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/5);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_,
+                /*version=*/5);
   for (int i = 0; i < 3; ++i) Fill(segs_[i].get(), 4, 5, i);
   l.Add({segs_[0].get(), segs_[1].get(), segs_[2].get()});  // 12 samples
   const auto before = Weights(l);
@@ -121,9 +128,9 @@ TEST_F(LearnerTest, ActionLogScaleLearnsAtItsOwnRate) {
       if (p.key().rfind("action_head.", 0) == 0) p.value().normal_(0, 0.5);
     }
   }
-  LearnerCore l(net, text_, lens_, options_, /*version=*/0);
+  LearnerCore l(Wrap(net), text_, lens_, options_, /*version=*/0);
   at::Tensor scale, stem;
-  for (const auto& p : l.net()->named_parameters()) {
+  for (const auto& p : NetOf(l)->named_parameters()) {
     if (p.key() == "action_log_scale") scale = p.value();
     if (p.key() == "stem_agentview_1.weight") stem = p.value();
   }
@@ -160,7 +167,7 @@ LearnerStepStats TrainOneStep(LearnerCore& l, RolloutSegment* a,
 TEST_F(LearnerTest, AdaptiveLearningRateFollowsTheStepKl) {
   // Off: the rate stays, no KL is measured.
   {
-    LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, 0);
+    LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
     LearnerStepStats st = TrainOneStep(l, segs_[0].get(), segs_[1].get(), 0, 0);
     EXPECT_DOUBLE_EQ(st.lr, options_.lr);
     EXPECT_EQ(st.step_kl, 0.0);
@@ -172,7 +179,7 @@ TEST_F(LearnerTest, AdaptiveLearningRateFollowsTheStepKl) {
     o.target_kl = 1e-12;
     o.lr_adapt_factor = 1e6;
     o.lr_min = 1e-12;
-    LearnerCore l(TinyVLA(SmallNet()), text_, lens_, o, 0);
+    LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, o, 0);
     LearnerStepStats st = TrainOneStep(l, segs_[0].get(), segs_[1].get(), 0, 0);
     EXPECT_GT(st.step_kl, 2e-12);
     EXPECT_NEAR(st.lr, 1e-8, 1e-12);
@@ -188,7 +195,7 @@ TEST_F(LearnerTest, AdaptiveLearningRateFollowsTheStepKl) {
     // The value head keeps its own rate (value_lr): measure the rest.
     double policy_moved = 0;
     size_t i = 0;
-    for (const auto& p : l.net()->named_parameters()) {
+    for (const auto& p : NetOf(l)->named_parameters()) {
       if (p.key().rfind("value_head.", 0) != 0 && p.key() != "action_log_scale")
         policy_moved = std::max(
             policy_moved, (after[i] - before[i]).abs().max().item<double>());
@@ -202,7 +209,7 @@ TEST_F(LearnerTest, AdaptiveLearningRateFollowsTheStepKl) {
     LearnerOptions o = options_;
     o.target_kl = 1e3;
     o.lr_max = 1.2e-2;
-    LearnerCore l(TinyVLA(SmallNet()), text_, lens_, o, 0);
+    LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, o, 0);
     LearnerStepStats st = TrainOneStep(l, segs_[0].get(), segs_[1].get(), 0, 0);
     EXPECT_GT(st.step_kl, 0.0);
     EXPECT_DOUBLE_EQ(st.lr, 1.2e-2);
@@ -210,7 +217,8 @@ TEST_F(LearnerTest, AdaptiveLearningRateFollowsTheStepKl) {
 }
 
 TEST_F(LearnerTest, SamplesOverTheLagBoundAreDropped) {
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/10);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_,
+                /*version=*/10);
   Fill(segs_[0].get(), 4, /*version=*/9, 0);  // lag 1: kept
   Fill(segs_[1].get(), 4, /*version=*/8, 1);  // lag 2 > 1: dropped
   segs_[2]->Clear();
@@ -224,7 +232,8 @@ TEST_F(LearnerTest, SamplesOverTheLagBoundAreDropped) {
 }
 
 TEST_F(LearnerTest, NanLossSkipsTheStepAndLeavesWeightsUntouched) {
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/0);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_,
+                /*version=*/0);
   Fill(segs_[0].get(), 4, 0, 0);
   Fill(segs_[1].get(), 4, 0, 1);
   l.Add({segs_[0].get(), segs_[1].get()});
@@ -245,7 +254,7 @@ TEST_F(LearnerTest, NanLossSkipsTheStepAndLeavesWeightsUntouched) {
   LearnerStepStats ok = l.Step();
   EXPECT_FALSE(ok.skipped);
   EXPECT_EQ(ok.version, 1u);
-  for (const auto& p : l.net()->parameters()) {
+  for (const auto& p : NetOf(l)->parameters()) {
     EXPECT_TRUE(torch::isfinite(p).all().item<bool>());
   }
   EXPECT_FALSE(Same(before, Weights(l)));
@@ -259,7 +268,8 @@ TEST_F(LearnerTest, PpoEpochsClipOnlyAfterTheFirstEpoch) {
   options_.minibatches = 1;
   options_.lr = 0.1;
   options_.normalize_advantages = false;
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/0);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_,
+                /*version=*/0);
   Fill(segs_[0].get(), 4, 0, 0);
   Fill(segs_[1].get(), 4, 0, 1);
   l.Add({segs_[0].get(), segs_[1].get()});
@@ -289,7 +299,8 @@ TEST_F(LearnerTest, MinibatchesTakeOneStepEach) {
   options_.ppo_epochs = 2;
   options_.minibatches = 2;
   options_.micro_batch = 2;
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/3);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_,
+                /*version=*/3);
   Fill(segs_[0].get(), 4, 3, 0);
   Fill(segs_[1].get(), 4, 3, 1);
   l.Add({segs_[0].get(), segs_[1].get()});
@@ -311,8 +322,8 @@ TEST_F(LearnerTest, StreamedAndWholeBatchUpdatesAreIdentical) {
   torch::manual_seed(3);
   TinyVLA a_net(SmallNet());
   TinyVLA b_net(std::dynamic_pointer_cast<TinyVLAImpl>(a_net->clone()));
-  LearnerCore whole(a_net, text_, lens_, options_, 0);
-  LearnerCore streamed(b_net, text_, lens_, options_, 0);
+  LearnerCore whole(Wrap(a_net), text_, lens_, options_, 0);
+  LearnerCore streamed(Wrap(b_net), text_, lens_, options_, 0);
   const auto initial = Weights(whole);
   ASSERT_TRUE(Same(initial, Weights(streamed)));
   // No bootstrap values: those come from one forward pass over whatever
@@ -339,7 +350,7 @@ TEST_F(LearnerTest, StreamedAndWholeBatchUpdatesAreIdentical) {
   ASSERT_EQ(wa.size(), wb.size());
   for (size_t i = 0; i < wa.size(); ++i)
     EXPECT_TRUE(torch::allclose(wa[i], wb[i], /*rtol=*/1e-5, /*atol=*/1e-6))
-        << "parameter " << i << " " << whole.net()->named_parameters()[i].key()
+        << "parameter " << i << " " << NetOf(whole)->named_parameters()[i].key()
         << " max diff " << (wa[i] - wb[i]).abs().max().item<float>()
         << " moved " << (wa[i] - initial[i]).abs().max().item<float>();
   EXPECT_FALSE(Same(wa, initial));  // and it did train
@@ -349,7 +360,7 @@ TEST_F(LearnerTest, GrpoWaitsForTheWholeGroup) {
   options_.algorithm = "grpo";
   options_.grpo_group_size = 2;
   options_.global_units = 2;  // episodes
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, 0);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
   Fill(segs_[0].get(), 3, 0, 0);
   segs_[0]->group = 7;
   segs_[0]->episode_end = true;
@@ -374,7 +385,8 @@ TEST_F(LearnerTest, GrpoGroupLosingAMemberToTheLagBoundIsDroppedWhole) {
   options_.algorithm = "grpo";
   options_.grpo_group_size = 3;
   options_.global_units = 3;
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, /*version=*/5);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_,
+                /*version=*/5);
   auto episode = [&](int i, uint64_t version, uint64_t group) {
     Fill(segs_[i].get(), 2, version, i);
     segs_[i]->group = group;
@@ -405,7 +417,7 @@ TEST_F(LearnerTest, StepMakesPositiveAdvantageActionsMoreLikely) {
   options_.grpo_group_size = 2;
   options_.global_units = 2;
   options_.lr = 1e-3;
-  LearnerCore l(TinyVLA(SmallNet()), text_, lens_, options_, 0);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
   for (int i = 0; i < 2; ++i) {
     Fill(segs_[i].get(), 3, 0, i);
     segs_[i]->group = 1;
@@ -420,7 +432,7 @@ TEST_F(LearnerTest, StepMakesPositiveAdvantageActionsMoreLikely) {
     std::vector<int> slots = {0, 1, 2};
     at::Tensor tokens;
     PolicyInput in = GatherFromSegments(segs, slots, text_, lens_, &tokens);
-    TinyVLAPolicy policy(l.net(), /*version=*/0);
+    TinyVLAPolicy policy(NetOf(l), /*version=*/0);
     return policy.Evaluate(in, tokens).log_probs.contiguous();
   };
   auto log_prob = [&](int i) { return log_probs(i).sum().item<double>(); };

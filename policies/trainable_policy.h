@@ -1,0 +1,71 @@
+// File: policies/trainable_policy.h
+// -----------------------------------------------------------------------------
+// TrainablePolicy: what the learner, the engine and SFT need from a policy
+// beyond acting: its parameters in optimizer groups, critic values, a frozen
+// copy for the inference server, train/eval mode, temperature control and a
+// checkpoint that loads back. TinyVLA (TinyVLAPolicy) and a user's scripted
+// module (TorchScriptPolicy) both implement it, so the learner never knows
+// which one it trains. LoadPolicyCheckpoint reads either kind's checkpoint.
+//
+// Example:
+//   absl::StatusOr<PolicyCheckpoint> ck = LoadPolicyCheckpoint("runs/x/ck");
+//   TrainablePolicy::ParameterGroups g = ck->policy->Parameters();
+//   std::shared_ptr<Policy> frozen = ck->policy->Snapshot(/*version=*/3);
+//   ck->policy->Save("runs/x/ck2", ck->tokenizer, /*version=*/4);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_POLICIES_TRAINABLE_POLICY_H_
+#define RLVLA3_POLICIES_TRAINABLE_POLICY_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "policies/policy.h"
+#include "policies/text_tokenizer.h"
+
+namespace rlvla3 {
+
+class TrainablePolicy : public Policy {
+ public:
+  // The trainable parameters, each in exactly one group.
+  struct ParameterGroups {
+    std::vector<at::Tensor> weights;       // the policy's own weights
+    std::vector<at::Tensor> value;         // the critic head (own rate)
+    std::vector<at::Tensor> action_scale;  // sampling temperatures, if any
+  };
+  virtual ParameterGroups Parameters() = 0;
+  // Critic values [B] of the observations, without autograd.
+  virtual at::Tensor Values(const PolicyInput& in) = 0;
+  virtual void SetTraining(bool training) = 0;
+  // A deep copy with gradients off, reporting `version`: the inference
+  // server's snapshot, unaffected by later optimizer steps.
+  virtual std::shared_ptr<Policy> Snapshot(uint64_t version) = 0;
+  // Instruction tokens the policy reads per observation.
+  virtual int64_t max_text_len() const = 0;
+  // Sets every action dimension's sampling temperature (Unimplemented where
+  // the policy has no such parameter).
+  virtual absl::Status SetActionTemperature(double temperature) = 0;
+  // Writes a checkpoint folder that LoadPolicyCheckpoint reads back.
+  virtual absl::Status Save(const std::string& dir,
+                            const TextTokenizer& tokenizer,
+                            uint64_t version) = 0;
+};
+
+struct PolicyCheckpoint {
+  std::shared_ptr<TrainablePolicy> policy;
+  TextTokenizer tokenizer;
+  uint64_t version = 0;
+};
+
+// A TinyVLA checkpoint (model.safetensors + model.json) or a TorchScript one
+// (policy.pt + policy.json), whichever `dir` holds.
+absl::StatusOr<PolicyCheckpoint> LoadPolicyCheckpoint(const std::string& dir);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_POLICIES_TRAINABLE_POLICY_H_
