@@ -242,11 +242,14 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
             slot.state.init_id = slot.env->init_id();
           }
           {
+            // Notified under the lock: once Create sees the last worker
+            // counted it returns and destroys init_cv, so no worker may
+            // still be inside notify_all then (found by TSan).
             std::lock_guard<std::mutex> lock(init_mu);
             if (!st.ok() && init_error.ok()) init_error = st;
             ++initialised;
+            init_cv.notify_all();
           }
-          init_cv.notify_all();
           if (!st.ok()) return st;
           // Serve steps until the action queue closes. A sweep steps every
           // queued env (up to max_sweep) before announcing them, so their
@@ -317,8 +320,8 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
         lock.unlock();
         if (impl.on_ready) {
           impl.on_ready(id);
-        } else {
-          impl.state_queue.Push(id);
+        } else if (impl.state_queue.Push(id) != QueueStatus::kOk) {
+          return absl::OkStatus();  // closed: the pool is stopping
         }
         lock.lock();
       }
@@ -331,7 +334,11 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
       o.env.render ? "" : " (not rendered)", o.latency.Describe());
   // Every env starts ready with its reset observation.
   if (!o.on_ready) {
-    for (int i = 0; i < o.num_envs; ++i) impl.state_queue.Push(i);
+    for (int i = 0; i < o.num_envs; ++i) {
+      if (impl.state_queue.Push(i) != QueueStatus::kOk) {
+        return absl::InternalError("env pool: state queue closed at start");
+      }
+    }
   }
   return pool;
 }

@@ -111,21 +111,21 @@ double MetricsSnapshot::Get(const std::string& name, double fallback) const {
 MetricsRegistry::MetricsRegistry() : start_(std::chrono::steady_clock::now()) {}
 
 Counter& MetricsRegistry::counter(const std::string& name) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto& slot = counters_[name];
   if (!slot) slot = std::make_unique<Counter>();
   return *slot;
 }
 
 Gauge& MetricsRegistry::gauge(const std::string& name) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto& slot = gauges_[name];
   if (!slot) slot = std::make_unique<Gauge>();
   return *slot;
 }
 
 StageTimer& MetricsRegistry::stage(const std::string& name) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto& slot = stages_[name];
   if (!slot) slot = std::make_unique<StageTimer>();
   return *slot;
@@ -133,7 +133,7 @@ StageTimer& MetricsRegistry::stage(const std::string& name) {
 
 Histogram& MetricsRegistry::histogram(const std::string& name,
                                       Histogram (*make)()) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto& slot = histograms_[name];
   if (!slot) slot = std::make_unique<Histogram>(make());
   return *slot;
@@ -141,14 +141,14 @@ Histogram& MetricsRegistry::histogram(const std::string& name,
 
 Histogram& MetricsRegistry::histogram(const std::string& name,
                                       std::vector<double> upper_bounds) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   auto& slot = histograms_[name];
   if (!slot) slot = std::make_unique<Histogram>(std::move(upper_bounds));
   return *slot;
 }
 
 MetricsSnapshot MetricsRegistry::Snapshot() {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   MetricsSnapshot s;
   s.elapsed_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)

@@ -22,12 +22,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rlvla3 {
 
@@ -171,7 +171,7 @@ class MetricsRegistry {
   MetricsSnapshot Snapshot();
 
  private:
-  absl::Mutex mu_;
+  std::mutex mu_;
   const std::chrono::steady_clock::time_point start_;
   std::map<std::string, std::unique_ptr<Counter>> counters_
       ABSL_GUARDED_BY(mu_);

@@ -13,7 +13,10 @@ namespace {
 constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c",
                                     "#ff7f0e", "#9467bd", "#8c564b"};
 constexpr int kWidth = 640, kHeight = 300;
-constexpr int kLeft = 64, kRight = 16, kTop = 28, kBottom = 44;
+// The title on the first row, the legend on its own row below it (never
+// over the title), then the plot.
+constexpr int kLeft = 64, kRight = 16, kTop = 46, kBottom = 44;
+constexpr int kTitleY = 16, kLegendY = 34;
 
 std::string Num(double v) {
   if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-2)) {
@@ -22,24 +25,43 @@ std::string Num(double v) {
   return absl::StrFormat("%.4g", v);
 }
 
+// A round tick step (1, 2 or 5 x 10^k) giving about `target` intervals up
+// to `max`, and the axis end: the first tick at or above max.
+struct Ticks {
+  double step = 1, end = 1;
+  int count = 1;  // intervals
+};
+Ticks NiceTicks(double max, int target = 4) {
+  Ticks t;
+  if (!(max > 0) || !std::isfinite(max)) max = 1;
+  const double raw = max / target;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  const double f = raw / mag;
+  t.step = (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+  t.count = std::max(1, static_cast<int>(std::ceil(max / t.step - 1e-9)));
+  t.end = t.step * t.count;
+  return t;
+}
+
+// Draws the title and the y axis with round ticks up to `y.end`.
 void Axes(const std::string& title, const std::string& x_label,
-          const std::string& y_label, double y_max, std::string* out) {
+          const std::string& y_label, const Ticks& y, std::string* out) {
   const int plot_h = kHeight - kTop - kBottom;
   absl::StrAppendFormat(out,
                         "<svg width=\"%d\" height=\"%d\" "
                         "xmlns=\"http://www.w3.org/2000/svg\" "
                         "font-family=\"sans-serif\" font-size=\"11\">\n"
-                        "<text x=\"%d\" y=\"16\" font-size=\"13\" "
+                        "<text x=\"%d\" y=\"%d\" font-size=\"13\" "
                         "font-weight=\"bold\">%s</text>\n",
-                        kWidth, kHeight, kLeft, HtmlEscape(title));
-  for (int i = 0; i <= 4; ++i) {
-    const double y = kTop + plot_h - plot_h * i / 4.0;
+                        kWidth, kHeight, kLeft, kTitleY, HtmlEscape(title));
+  for (int i = 0; i <= y.count; ++i) {
+    const double py = kTop + plot_h - plot_h * static_cast<double>(i) / y.count;
     absl::StrAppendFormat(out,
                           "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
                           "stroke=\"#ddd\"/>\n<text x=\"%d\" y=\"%.1f\" "
                           "text-anchor=\"end\">%s</text>\n",
-                          kLeft, y, kWidth - kRight, y, kLeft - 4, y + 4,
-                          Num(y_max * i / 4.0));
+                          kLeft, py, kWidth - kRight, py, kLeft - 4, py + 4,
+                          Num(y.step * i));
   }
   absl::StrAppendFormat(
       out,
@@ -51,12 +73,13 @@ void Axes(const std::string& title, const std::string& x_label,
 }
 
 void Legend(const std::vector<Series>& series, std::string* out) {
-  int x = kLeft + 200;
+  int x = kLeft;
   for (size_t i = 0; i < series.size(); ++i) {
     absl::StrAppendFormat(out,
-                          "<rect x=\"%d\" y=\"7\" width=\"10\" height=\"10\" "
-                          "fill=\"%s\"/><text x=\"%d\" y=\"16\">%s</text>\n",
-                          x, kColours[i % 6], x + 14,
+                          "<rect x=\"%d\" y=\"%d\" width=\"10\" "
+                          "height=\"10\" fill=\"%s\"/><text x=\"%d\" "
+                          "y=\"%d\">%s</text>\n",
+                          x, kLegendY - 9, kColours[i % 6], x + 14, kLegendY,
                           HtmlEscape(series[i].name));
     x += 24 + 7 * static_cast<int>(series[i].name.size());
   }
@@ -69,16 +92,17 @@ std::string RenderLine(const LineChart& c) {
     for (double v : s.y)
       if (std::isfinite(v)) y_max = std::max(y_max, v);
   }
-  if (x_max <= 0) x_max = 1;
-  if (y_max <= 0) y_max = 1;
-  y_max *= 1.05;
+  const Ticks xt = NiceTicks(x_max, 5), yt = NiceTicks(y_max);
+  x_max = xt.end;
+  y_max = yt.end;
   std::string out;
-  Axes(c.title, c.x_label, c.y_label, y_max, &out);
+  Axes(c.title, c.x_label, c.y_label, yt, &out);
   const int plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
-  for (int i = 0; i <= 4; ++i) {
+  for (int i = 0; i <= xt.count; ++i) {
     absl::StrAppendFormat(
         &out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-        kLeft + plot_w * i / 4.0, kTop + plot_h + 14, Num(x_max * i / 4.0));
+        kLeft + plot_w * static_cast<double>(i) / xt.count, kTop + plot_h + 14,
+        Num(xt.step * i));
   }
   for (size_t i = 0; i < c.series.size(); ++i) {
     const Series& s = c.series[i];
@@ -103,10 +127,10 @@ std::string RenderBars(const BarChart& c) {
   for (const auto& s : c.series)
     for (double v : s.y)
       if (std::isfinite(v)) y_max = std::max(y_max, v);
-  if (y_max <= 0) y_max = 1;
-  y_max *= 1.05;
+  const Ticks yt = NiceTicks(y_max);
+  y_max = yt.end;
   std::string out;
-  Axes(c.title, "", c.y_label, y_max, &out);
+  Axes(c.title, c.x_label, c.y_label, yt, &out);
   const int plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   const size_t n = std::max<size_t>(1, c.labels.size());
   const double slot = static_cast<double>(plot_w) / n;

@@ -3,7 +3,8 @@
 // report.html: one self-contained page (inline SVG, no scripts, no network)
 // with tables and charts, so it opens anywhere, including headless browsers.
 // Line charts plot series of (x, y) points; bar charts plot one value per
-// label.
+// label. Axes end at round numbers with ticks at 1, 2 or 5 x 10^k; the
+// legend has its own row under the title. Labels should carry units.
 //
 // Example:
 //   Report r{"rl-vla3 bench"};
@@ -36,6 +37,7 @@ struct BarChart {
   std::string title, y_label;
   std::vector<std::string> labels;
   std::vector<Series> series;  // y[i] is the value for labels[i]
+  std::string x_label;         // what the labels are (with their unit)
 };
 
 struct ReportSection {

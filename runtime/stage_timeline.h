@@ -14,10 +14,10 @@
 #define RLVLA3_RUNTIME_STAGE_TIMELINE_H_
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rlvla3 {
 
@@ -33,17 +33,17 @@ class StageTimeline {
   explicit StageTimeline(bool enabled) : enabled_(enabled) {}
   void Record(StageInterval::Stage stage, int64_t begin_ns, int64_t end_ns) {
     if (!enabled_) return;
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     intervals_.push_back({stage, begin_ns, end_ns});
   }
   std::vector<StageInterval> Intervals() const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return intervals_;
   }
 
  private:
   const bool enabled_;
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::vector<StageInterval> intervals_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -20,9 +20,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rlvla3 {
 
@@ -38,7 +38,7 @@ class VersionedStore {
   void Publish(std::shared_ptr<T> value, uint64_t version) {
     Entry old;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       old = std::move(latest_);  // released outside the lock
       latest_.value = std::move(value);
       latest_.version = version;
@@ -48,7 +48,7 @@ class VersionedStore {
   }
   // The latest snapshot (value is null before the first Publish).
   Entry Latest() const {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     return latest_;
   }
   // The latest version, without taking the lock (to skip unchanged swaps).
@@ -58,7 +58,7 @@ class VersionedStore {
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   Entry latest_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> version_{0};
   std::atomic<uint64_t> publishes_{0};

@@ -21,11 +21,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/versioned_store.h"
 
 namespace rlvla3 {
@@ -54,7 +54,7 @@ class LocalWeightChannel final : public WeightChannel<T> {
     store_.Publish(std::move(snapshot), version);
     std::vector<std::function<void(uint64_t)>> subs;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       subs = subscribers_;
     }
     for (const auto& s : subs) s(version);
@@ -62,14 +62,14 @@ class LocalWeightChannel final : public WeightChannel<T> {
   Entry Latest() const override { return store_.Latest(); }
   uint64_t version() const override { return store_.version(); }
   void Subscribe(std::function<void(uint64_t)> on_version) override {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     subscribers_.push_back(std::move(on_version));
   }
   uint64_t publishes() const { return store_.publishes(); }
 
  private:
   VersionedStore<T> store_;
-  absl::Mutex mu_;
+  std::mutex mu_;
   std::vector<std::function<void(uint64_t)>> subscribers_ ABSL_GUARDED_BY(mu_);
 };
 

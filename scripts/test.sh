@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full test suite, from a fresh Debian 12 machine: installs what is missing,
 # checks formatting, builds (Release) and runs every ctest test, then rebuilds
-# the concurrency tests under ThreadSanitizer and runs them.
+# the concurrency, engine and role tests under ThreadSanitizer and runs them.
 #   scripts/test.sh            everything
 #   RLVLA3_SKIP_TSAN=1 ...     skip the TSan pass
 set -euo pipefail
@@ -19,8 +19,11 @@ ctest --test-dir build --output-on-failure -j "$JOBS"
 if [ "${RLVLA3_SKIP_TSAN:-0}" != "1" ]; then
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DRLVLA3_SANITIZER=thread -DRLVLA3_BUILD_BENCHMARKS=OFF
-  cmake --build build-tsan -j "$JOBS" --target bounded_queue_test dynamic_batcher_test supervisor_test
+  # The queue, channel, engine and role tests (ctest label `tsan`).
+  cmake --build build-tsan -j "$JOBS" --target bounded_queue_test \
+    dynamic_batcher_test supervisor_test channels_test admission_gate_test \
+    weight_store_test advantages_test ppo_loss_test learner_test engine_test
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp" \
-    ctest --test-dir build-tsan --output-on-failure -L concurrency
+    ctest --test-dir build-tsan --output-on-failure -L tsan
 fi
 echo "scripts/test.sh: all tests passed in $(( $(date +%s) - start )) s"

@@ -59,7 +59,78 @@ constexpr char kUsage[] =
     "  bench          --config FILE [--duration SECONDS] [--json PATH]\n"
     "                 each stage alone, then sync vs async side by side\n"
     "  version        print the version\n"
-    "  help           this text\n";
+    "  help           this text; `rl-vla3 VERB --help`: the verb's flags\n";
+
+// `rl-vla3 VERB --help`: what the verb does and every flag it takes.
+struct VerbHelp {
+  const char* verb;
+  const char* text;
+};
+constexpr char kCommonFlags[] =
+    "  --config FILE     YAML config (defaults for every key not in it)\n"
+    "  --set KEY=VALUE   override one config key (repeatable); `rl-vla3 "
+    "config`\n"
+    "                    prints every key with its resolved value\n"
+    "  -h, --help        this text\n";
+constexpr VerbHelp kVerbHelp[] = {
+    {"config",
+     "print the resolved config (defaults <- file <- --set) as YAML\n"},
+    {"selfcheck",
+     "runtime self-check: the queues, the dynamic batcher, the tensor codec "
+     "and\nLibTorch, with simulated envs (selfcheck.* keys)\n"},
+    {"render",
+     "both camera views of one initial state as a PNG\n"
+     "  --task NAME|FILE.yaml   a suite task or a task file\n"
+     "  --init K                initial state (default 0)\n"
+     "  --out PATH              output image (default frame.png)\n"},
+    {"rollout-video",
+     "record one episode as a GIF or MP4\n"
+     "  --task NAME|FILE.yaml   a suite task or a task file\n"
+     "  --policy expert|random  who acts (default expert)\n"
+     "  --init K                initial state (default 0)\n"
+     "  --out PATH              run.gif or run.mp4\n"},
+    {"expert-eval",
+     "the scripted experts' success rate per task\n"
+     "  --task NAME             a task (repeatable; default all)\n"
+     "  --episodes N            episodes per task (default 10)\n"},
+    {"sft",
+     "behaviour cloning of TinyVLA from scripted-expert demonstrations "
+     "(sft.* keys);\nwrites <run.out_dir>/<run.name>/checkpoint\n"},
+    {"eval",
+     "a checkpoint's success rate per task (TinyVLA or TorchScript)\n"
+     "  --checkpoint DIR        checkpoint folder (required)\n"
+     "  --episodes N            episodes per task (default 10)\n"
+     "  --first-init K          first initial state (default 0; training "
+     "uses 0..49)\n"
+     "  --task NAME             a task (repeatable; default sft.tasks)\n"
+     "  --actions greedy|sampled  how tokens are chosen (default greedy)\n"},
+    {"train",
+     "RL post-training: rollout worker, inference server and learner "
+     "(rl.* keys);\nwrites metrics, checkpoints and report.html to the run "
+     "folder\n"
+     "  --mode sync|async       run.mode (default async)\n"
+     "  --init-checkpoint DIR   start from this checkpoint "
+     "(rl.init_checkpoint)\n"
+     "  a TorchScript policy: --set policy.kind=torchscript --set "
+     "policy.path=M.pt\n"},
+    {"bench",
+     "each stage alone, then sync vs async side by side on the same config\n"
+     "  --duration SECONDS      per mode (default 60)\n"
+     "  --json PATH             figures as JSON (default "
+     "<run folder>/bench.json)\n"},
+    {"version", "print the version\n"},
+};
+
+// Prints `verb`'s help; false if there is no such verb.
+bool PrintVerbHelp(const std::string& verb) {
+  for (const VerbHelp& h : kVerbHelp) {
+    if (verb != h.verb) continue;
+    std::printf("usage: rl-vla3 %s [flags]\n%s%s", h.verb, h.text,
+                kCommonFlags);
+    return true;
+  }
+  return false;
+}
 
 // The flags every verb shares, plus the verb's own (`extra`, by flag name).
 struct CommonFlags {
@@ -130,11 +201,14 @@ std::optional<Config> LoadOrReport(const CommonFlags& f) {
                  std::string(c.status().message()).c_str());
     return std::nullopt;
   }
-  // The only place LibTorch's thread pools are sized.
+  // The only place thread counts are applied: LibTorch's pools, and
+  // llvmpipe's render threads (Mesa reads LP_NUM_THREADS only from the
+  // environment, when the first GL context is made: set here, before any).
   if (absl::Status s = ApplyThreadBudget(c->threads); !s.ok()) {
     std::fprintf(stderr, "rl-vla3: %s\n", std::string(s.message()).c_str());
     return std::nullopt;
   }
+  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
   return *std::move(c);
 }
 
@@ -224,7 +298,6 @@ std::optional<TaskVerb> ParseTaskVerb(const CommonFlags& f, const char* verb,
   auto c = LoadOrReport(f);
   if (!c) return std::nullopt;
   InitLogging(c->run.log_level);
-  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
   TaskVerb v{*c, f.Get("--task", ""), 0, f.Get("--out", default_out)};
   const std::string init = f.Get("--init", "0");
   if (!absl::SimpleAtoi(init, &v.init) || v.init < 0) {
@@ -289,7 +362,6 @@ int VerbSft(const CommonFlags& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
   InitLogging(c->run.log_level);
-  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
   if (!dir.ok()) {
     spdlog::error("sft: {}", dir.status().ToString());
@@ -385,7 +457,6 @@ int VerbTrain(const CommonFlags& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
   InitLogging(c->run.log_level);
-  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
   if (!dir.ok()) {
     spdlog::error("train: {}", dir.status().ToString());
@@ -424,7 +495,6 @@ int VerbBench(const CommonFlags& f) {
     return kExitUsage;
   }
   InitLogging(c->run.log_level);
-  ConfigureSoftwareRasterizer(static_cast<int>(c->threads.lp_num_threads));
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
   if (!dir.ok()) {
     spdlog::error("bench: {}", dir.status().ToString());
@@ -467,6 +537,14 @@ int RunCli(const std::vector<std::string>& args) {
     return args.empty() ? kExitUsage : kExitOk;
   }
   const std::string& verb = args[0];
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      if (PrintVerbHelp(verb)) return kExitOk;
+      std::fprintf(stderr, "rl-vla3: unknown verb '%s'\n%s", verb.c_str(),
+                   kUsage);
+      return kExitUsage;
+    }
+  }
   if (verb == "version" || verb == "--version") {
     std::printf("rl-vla3 %s\n", RLVLA3_VERSION);
     return kExitOk;

@@ -190,7 +190,6 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
     int first_init) {
   if (sampled) torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-  ConfigureSoftwareRasterizer(static_cast<int>(c.threads.lp_num_threads));
   absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
   if (!gl.ok()) return gl.status();
   const EnvOptions opts = EnvOptionsFromConfig(c);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 
@@ -81,6 +82,14 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   const int actors =
       c.run.mode == "sync" ? 1 : static_cast<int>(c.threads.inference_actors);
   double last_t = 0, last_env = 0, last_inf = 0, last_learn = 0;
+  // The progress line's rates: over the last 10 s (at least 5 intervals),
+  // not one interval, so trained samples (which arrive once per optimizer
+  // step) read steady instead of flickering between 0 and a burst.
+  struct Count {
+    double t, frames, trained;
+  };
+  std::deque<Count> window;
+  const double window_s = std::max(10.0, 5 * c.metrics.interval_s);
   // The first failed write of metrics or a checkpoint stops the run; train
   // then returns it (the file and the reason) instead of a result.
   absl::Mutex output_mu;
@@ -130,16 +139,28 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
       tfevents->Scalar("busy_pct/learner", p.busy_learner, step);
       fail_output(tfevents->Flush());
     }
+    window.push_back(
+        {s.elapsed_s, s.Get("env_frames"), s.Get("trained_samples")});
+    while (window.size() > 2 && window.back().t - window[1].t >= window_s)
+      window.pop_front();
+    const double span = std::max(1e-9, window.back().t - window.front().t);
+    const double frames_rate =
+        window.size() < 2
+            ? p.env_frames_per_s
+            : (window.back().frames - window.front().frames) / span;
+    const double trained_rate =
+        window.size() < 2
+            ? p.trained_samples_per_s
+            : (window.back().trained - window.front().trained) / span;
     progress.Update(absl::StrFormat(
         "%s%s %3.0fs | env %4.0f frames/s | trained %4.0f samples/s | step %d "
         "(%.2f s/step) | lag %.1f/%.0f | success %3.0f%% (%d ep) | busy env "
         "%2.0f%% inf %2.0f%% learn %2.0f%% | queue req %d traj %d",
-        options.label, c.run.mode, s.elapsed_s, p.env_frames_per_s,
-        p.trained_samples_per_s, static_cast<int64_t>(s.Get("optimizer_steps")),
-        s.Get("s_per_step"), p.lag_mean, s.Get("policy_lag_max"),
-        100 * p.success_rate, static_cast<int64_t>(s.Get("episodes")),
-        p.busy_env, p.busy_inference, p.busy_learner,
-        static_cast<int64_t>(s.Get("queue_request_depth")),
+        options.label, c.run.mode, s.elapsed_s, frames_rate, trained_rate,
+        static_cast<int64_t>(s.Get("optimizer_steps")), s.Get("s_per_step"),
+        p.lag_mean, s.Get("policy_lag_max"), 100 * p.success_rate,
+        static_cast<int64_t>(s.Get("episodes")), p.busy_env, p.busy_inference,
+        p.busy_learner, static_cast<int64_t>(s.Get("queue_request_depth")),
         static_cast<int64_t>(s.Get("queue_trajectory_depth"))));
   };
   hooks.on_step = [&](const LearnerStepStats& st) {
@@ -210,7 +231,11 @@ std::vector<ReportSection> RunReportSections(
                      {},
                      {},
                      {}};
-  BarChart bars{"stage busy %", "busy %", {"env", "inference", "learner"}, {}};
+  BarChart bars{"stage busy %",
+                "busy (% of wall time)",
+                {"env", "inference", "learner"},
+                {},
+                "stage"};
   for (const EngineRun* r : runs) {
     bars.series.push_back({r->summary.mode,
                            {},
@@ -226,7 +251,11 @@ std::vector<ReportSection> RunReportSections(
                     {},
                     {},
                     {}};
-  BarChart lh{"policy-lag histogram", "trained samples", {}, {}};
+  BarChart lh{"policy-lag histogram",
+              "trained samples",
+              {},
+              {},
+              "policy lag (versions behind the learner)"};
   size_t max_lag = 0;
   for (const EngineRun* r : runs)
     max_lag = std::max(max_lag, r->lag_histogram.size());
@@ -251,19 +280,19 @@ std::vector<ReportSection> RunReportSections(
                       {},
                       {}};
   LineChart sc{
-      "success vs trained samples", "trained samples", "success rate", {}};
+      "success vs trained samples", "trained samples", "success (%)", {}};
   for (const EngineRun* r : runs) {
     Series s{r->summary.mode, {}, {}};
     for (const auto& p : r->curve) {
       s.x.push_back(static_cast<double>(p.trained_samples));
-      s.y.push_back(p.rolling_success);
+      s.y.push_back(100 * p.rolling_success);
     }
     sc.series.push_back(s);
   }
   learn.lines.push_back(sc);
   LineChart bv{"success by the policy version that started the episode",
                "env frames (mean start of the bucket's episodes)",
-               "success rate",
+               "success (% of episodes)",
                {}};
   for (const EngineRun* r : runs) {
     Series s{r->summary.mode, {}, {}};
@@ -271,7 +300,7 @@ std::vector<ReportSection> RunReportSections(
          SuccessByStartVersion(r->episodes, kSuccessBuckets)) {
       if (b.episodes == 0) continue;
       s.x.push_back(b.mean_start_frame);
-      s.y.push_back(b.rate());
+      s.y.push_back(100 * b.rate());
     }
     bv.series.push_back(s);
   }

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <mutex>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
 #include "runtime/observation_channel.h"
 #include "runtime/segment_channel.h"
 #include "runtime/weight_channel.h"
@@ -38,7 +38,7 @@ struct LocalEngine::Impl {
   Counter* trained = nullptr;
   Counter* episodes = nullptr;
   double end_s = 0;
-  mutable absl::Mutex mu;
+  mutable std::mutex mu;
   std::vector<LearningPoint> curve ABSL_GUARDED_BY(mu);
 
   Impl(const LocalEngineOptions& o)
@@ -120,7 +120,7 @@ absl::Status LocalEngine::Run(const EngineHooks& hooks) {
   auto close = [self] { self->CloseChannels(); };
   m.learner->Start(close, [self, &hooks](const LearnerStepStats& st) {
     {
-      absl::MutexLock lock(&self->mu);
+      std::lock_guard<std::mutex> lock(self->mu);
       self->curve.push_back({static_cast<int64_t>(self->trained->value()),
                              st.version, self->rollout->RollingSuccess(),
                              self->episodes->value()});
@@ -226,7 +226,7 @@ std::vector<StageInterval> LocalEngine::Timeline() const {
 }
 
 std::vector<LocalEngine::LearningPoint> LocalEngine::LearningCurve() const {
-  absl::MutexLock lock(&impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->curve;
 }
 

@@ -135,7 +135,7 @@ absl::Status Learner::Wait() {
 uint64_t Learner::version() const { return version_.load(); }
 
 std::vector<int64_t> Learner::LagHistogram() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return lag_hist_;
 }
 
@@ -163,7 +163,7 @@ void Learner::RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1) {
   last_step_ns_ = u1;
   m_->Set(st);
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     lag_hist_ = core_->lag_histogram();
   }
   version_.store(st.version);

@@ -23,11 +23,11 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "policies/trainable_policy.h"
 #include "runtime/metrics.h"
 #include "runtime/segment_channel.h"
@@ -91,7 +91,7 @@ class Learner {
   std::unique_ptr<Supervisor> supervisor_;
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> version_{0};
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::vector<int64_t> lag_hist_ ABSL_GUARDED_BY(mu_);
   int64_t last_step_ns_ = 0;
 

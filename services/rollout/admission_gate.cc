@@ -9,7 +9,7 @@ AdmissionGate::AdmissionGate(int num_envs, int64_t quota,
 }
 
 bool AdmissionGate::TryAdmit(int env, int64_t unit) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   const int64_t budget =
       (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
   if (unit < budget) return true;
@@ -21,7 +21,7 @@ bool AdmissionGate::TryAdmit(int env, int64_t unit) {
 
 std::vector<int> AdmissionGate::Advance(uint64_t version) {
   std::vector<int> out;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (version > version_) version_ = version;
   const int64_t budget =
       (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
@@ -37,7 +37,7 @@ std::vector<int> AdmissionGate::Advance(uint64_t version) {
 
 std::vector<int> AdmissionGate::ReleaseAll() {
   std::vector<int> out;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (size_t e = 0; e < parked_unit_.size(); ++e) {
     if (parked_unit_[e] >= 0) {
       parked_unit_[e] = -1;
@@ -49,17 +49,17 @@ std::vector<int> AdmissionGate::ReleaseAll() {
 }
 
 int64_t AdmissionGate::budget() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
 }
 
 int AdmissionGate::parked() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return parked_count_;
 }
 
 uint64_t AdmissionGate::parks() const {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return parks_;
 }
 

@@ -17,10 +17,10 @@
 #define RLVLA3_SERVICES_ROLLOUT_ADMISSION_GATE_H_
 
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace rlvla3 {
 
@@ -44,7 +44,7 @@ class AdmissionGate {
  private:
   const int64_t quota_;
   const int64_t max_lag_;
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> parked_unit_ ABSL_GUARDED_BY(mu_);  // -1: not parked
   int parked_count_ ABSL_GUARDED_BY(mu_) = 0;

@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <mutex>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "envs/task.h"
 #include "services/rollout/admission_gate.h"
 
@@ -72,7 +72,7 @@ struct RolloutWorker::Impl {
   Histogram* wait_for_action_ms = nullptr;
   StageTimer* env_stage = nullptr;
 
-  mutable absl::Mutex mu;
+  mutable std::mutex mu;
   absl::Status error ABSL_GUARDED_BY(mu);
   std::deque<bool> recent ABSL_GUARDED_BY(mu);  // rolling episode outcomes
   int recent_successes ABSL_GUARDED_BY(mu) = 0;
@@ -82,14 +82,14 @@ struct RolloutWorker::Impl {
   // channel or pool is then the expected end).
   void Fail(const absl::Status& s) {
     if (s.ok() || stopping.load(std::memory_order_relaxed)) return;
-    absl::MutexLock lock(&mu);
+    std::lock_guard<std::mutex> lock(mu);
     if (error.ok()) error = s;
   }
 
   void EpisodeEnded(int env, bool success, EnvCursor& c) {
     episodes->Add();
     if (success) successes->Add();
-    absl::MutexLock lock(&mu);
+    std::lock_guard<std::mutex> lock(mu);
     episode_log.push_back({c.episode_version, c.episode_start_frame, success,
                            /*late=*/false, env, c.episode_start_env_frame});
     c.episode_fresh = true;
@@ -369,7 +369,7 @@ void RolloutWorker::Stop() {
 }
 
 absl::Status RolloutWorker::status() const {
-  absl::MutexLock lock(&impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->error;
 }
 
@@ -378,7 +378,7 @@ int RolloutWorker::parked() const { return impl_->gate->parked(); }
 uint64_t RolloutWorker::parks() const { return impl_->gate->parks(); }
 
 double RolloutWorker::RollingSuccess() const {
-  absl::MutexLock lock(&impl_->mu);
+  std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->recent.empty()
              ? 0.0
              : double(impl_->recent_successes) / impl_->recent.size();
@@ -387,7 +387,7 @@ double RolloutWorker::RollingSuccess() const {
 std::vector<EpisodeRecord> RolloutWorker::Episodes() const {
   std::vector<EpisodeRecord> out;
   {
-    absl::MutexLock lock(&impl_->mu);
+    std::lock_guard<std::mutex> lock(impl_->mu);
     out = impl_->episode_log;
   }
   // Exact once Stop has returned: the env threads' counts are final.

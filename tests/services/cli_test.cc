@@ -264,4 +264,26 @@ TEST(Cli, SigintDuringStartUpStillStopsTheRun) {
   EXPECT_NE(text.find("(interrupted)"), std::string::npos) << text;
 }
 
+// Every verb answers --help with its own usage and flags, and exits 0.
+TEST(Cli, EveryVerbHasItsOwnHelp) {
+  const std::vector<std::pair<std::string, std::string>> verbs = {
+      {"config", "--set KEY=VALUE"}, {"selfcheck", "--config FILE"},
+      {"render", "--task"},          {"rollout-video", "--policy"},
+      {"expert-eval", "--episodes"}, {"sft", "checkpoint"},
+      {"eval", "--first-init"},      {"train", "--init-checkpoint"},
+      {"bench", "--duration"},       {"version", "-h, --help"}};
+  for (const auto& [verb, flag] : verbs) {
+    const Result r = RunCli(verb + " --help");
+    EXPECT_EQ(r.exit_code, 0) << verb << "\n" << r.output;
+    EXPECT_NE(r.output.find("usage: rl-vla3 " + verb), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(flag), std::string::npos)
+        << verb << ": " << r.output;
+  }
+  EXPECT_EQ(RunCli("eval -h").exit_code, 0);
+  // --help after other flags too, and an unknown verb still fails.
+  EXPECT_EQ(RunCli("train --mode sync --help").exit_code, 0);
+  EXPECT_EQ(RunCli("frobnicate --help").exit_code, 2);
+}
+
 }  // namespace
