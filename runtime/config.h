@@ -136,7 +136,8 @@ struct SftConfig {
       "";  // output folder; default <run folder>/checkpoint
 };
 
-// Reinforcement learning (`rl-vla3 train` / `bench`; services/{rollout,inference,learner}/).
+// Reinforcement learning (`rl-vla3 train` / `bench`;
+// services/{rollout,inference,learner}/).
 struct RlConfig {
   std::string algorithm = "ppo";  // ppo | grpo
   int64_t rollout_len = 16;       // decisions per env per segment (PPO)

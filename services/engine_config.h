@@ -24,6 +24,10 @@ namespace rlvla3 {
 // or a fresh TinyVLA from the policy.* keys (seeded by run.seed).
 absl::StatusOr<EngineParts> BuildEngineParts(const Config& c);
 
+// The learner's options from the rl.* keys. The caller sets what depends on
+// the engine's shape: global_units, max_policy_lag, grpo_group_size.
+LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl);
+
 // Every role's options for `c` and the policy in `parts` (its chunk and text
 // length); the sync wiring's lag 0 included.
 absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(

@@ -69,7 +69,7 @@ void InferenceServer::Start(std::function<void()> on_stop) {
   const int actors = options_.full_batch ? 1 : options_.actors;
   for (int a = 0; a < actors; ++a) {
     supervisor_->Spawn(absl::StrCat("inference-actor-", a),
-                       [this, a] { return ActorLoop(a); });
+                       [this] { return ActorLoop(); });
   }
 }
 
@@ -121,7 +121,7 @@ absl::Status InferenceServer::Infer(
   return source_->Reply(replies);
 }
 
-absl::Status InferenceServer::ActorLoop(int actor) {
+absl::Status InferenceServer::ActorLoop() {
   std::shared_ptr<Policy> policy;
   uint64_t have_version = ~0ull;
   std::vector<ObservationRequest> batch;
@@ -141,8 +141,7 @@ absl::Status InferenceServer::ActorLoop(int actor) {
         return fail(st);
     }
   }
-  // Barrier: one batch of every env that is not parked.
-  (void)actor;
+  // Barrier: one batch of every env that is not parked (one actor).
   std::vector<ObservationRequest> buf(std::max<size_t>(1, requests.capacity()));
   for (;;) {
     size_t n = 0;

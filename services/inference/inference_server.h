@@ -68,7 +68,7 @@ class InferenceServer {
   absl::Status Wait();
 
  private:
-  absl::Status ActorLoop(int actor);
+  absl::Status ActorLoop();
   absl::Status Infer(const std::vector<ObservationRequest>& batch,
                      std::shared_ptr<Policy>& policy, uint64_t& have_version);
 

@@ -13,33 +13,6 @@
 
 namespace rlvla3 {
 
-LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
-  LearnerOptions lo;
-  lo.algorithm = rl.algorithm;
-  lo.loss.clip_eps = rl.clip_eps;
-  lo.loss.is_cap = rl.is_cap;
-  lo.loss.value_coef = rl.value_coef;
-  lo.loss.entropy_coef = rl.entropy_coef;
-  lo.loss.negative_advantage_weight = rl.negative_advantage_weight;
-  lo.gamma = rl.gamma;
-  lo.gae_lambda = rl.gae_lambda;
-  lo.micro_batch = static_cast<int>(rl.micro_batch);
-  lo.lr = rl.lr;
-  lo.weight_decay = rl.weight_decay;
-  lo.max_grad_norm = rl.max_grad_norm;
-  lo.value_lr = rl.value_lr;
-  lo.action_scale_lr = rl.action_scale_lr;
-  lo.normalize_advantages = rl.normalize_advantages;
-  lo.critic_warmup_steps = rl.critic_warmup_steps;
-  lo.target_kl = rl.target_kl;
-  lo.lr_min = rl.lr_min;
-  lo.lr_max = rl.lr_max;
-  lo.lr_adapt_factor = rl.lr_adapt_factor;
-  lo.ppo_epochs = static_cast<int>(rl.ppo_epochs);
-  lo.minibatches = static_cast<int>(rl.minibatches);
-  return lo;
-}
-
 LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
                          at::Tensor text, at::Tensor text_len,
                          const LearnerOptions& options, uint64_t version)

@@ -34,7 +34,6 @@
 #include "absl/types/span.h"
 #include "policies/policy.h"
 #include "policies/trainable_policy.h"
-#include "runtime/config.h"
 #include "runtime/rollout_segment.h"
 #include "services/learner/ppo_loss.h"
 
@@ -88,10 +87,6 @@ struct LearnerOptions {
   int minibatches = 1;
   uint64_t shuffle_seed = 0;  // minibatch order
 };
-
-// The learner's options from the rl.* keys. The caller sets what depends on
-// the engine's shape: global_units, max_policy_lag, grpo_group_size.
-LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl);
 
 struct LearnerStepStats {
   uint64_t version = 0;  // after the step
