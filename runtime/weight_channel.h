@@ -52,12 +52,10 @@ class LocalWeightChannel final : public WeightChannel<T> {
   using Entry = typename WeightChannel<T>::Entry;
   void Publish(std::shared_ptr<T> snapshot, uint64_t version) override {
     store_.Publish(std::move(snapshot), version);
-    std::vector<std::function<void(uint64_t)>> subs;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      subs = subscribers_;
-    }
-    for (const auto& s : subs) s(version);
+    // Called under the lock (no copy per publish); subscribers must not
+    // block, nor subscribe from inside the call.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& s : subscribers_) s(version);
   }
   Entry Latest() const override { return store_.Latest(); }
   uint64_t version() const override { return store_.version(); }

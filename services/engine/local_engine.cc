@@ -34,7 +34,6 @@ struct LocalEngine::Impl {
 
   Gauge* request_depth = nullptr;
   Gauge* segment_depth = nullptr;
-  Gauge* parked = nullptr;
   Counter* trained = nullptr;
   Counter* episodes = nullptr;
   double end_s = 0;
@@ -98,7 +97,6 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::Create(
   m.weights.Subscribe([w](uint64_t v) { w->OnPolicyVersion(v); });
   m.request_depth = &m.metrics.gauge("queue_request_depth");
   m.segment_depth = &m.metrics.gauge("queue_trajectory_depth");
-  m.parked = &m.metrics.gauge("envs_parked");
   m.trained = &m.metrics.counter("trained_samples");
   m.episodes = &m.metrics.counter("episodes");
   return std::unique_ptr<LocalEngine>(new LocalEngine(std::move(impl)));
@@ -144,7 +142,6 @@ absl::Status LocalEngine::Run(const EngineHooks& hooks) {
     m.request_depth->Set(
         static_cast<double>(m.observations.requests().depth()));
     m.segment_depth->Set(static_cast<double>(m.segments.depth()));
-    m.parked->Set(m.rollout->parked());
     if (hooks.on_interval) hooks.on_interval(m.metrics.Snapshot());
     const double elapsed =
         std::chrono::duration<double>(Clock::now() - t0).count();

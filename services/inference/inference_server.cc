@@ -87,7 +87,8 @@ absl::Status InferenceServer::Wait() {
 
 absl::Status InferenceServer::Infer(
     const std::vector<ObservationRequest>& batch,
-    std::shared_ptr<Policy>& policy, uint64_t& have_version) {
+    std::vector<ActionReply>& replies, std::shared_ptr<Policy>& policy,
+    uint64_t& have_version) {
   const int64_t t0 = NowNs();
   if (weights_->version() != have_version || policy == nullptr) {
     WeightChannel<Policy>::Entry e = weights_->Latest();
@@ -103,7 +104,7 @@ absl::Status InferenceServer::Infer(
   const at::Tensor values = a.values.to(torch::kCPU).contiguous();
   const at::Tensor actions = a.actions.to(torch::kCPU).contiguous();
   const int64_t ka = static_cast<int64_t>(options_.chunk) * options_.action_dim;
-  std::vector<ActionReply> replies(batch.size());
+  replies.resize(batch.size());
   for (size_t b = 0; b < batch.size(); ++b) {
     const int64_t i = static_cast<int64_t>(b);
     replies[b] = {batch[b].env,
@@ -125,6 +126,7 @@ absl::Status InferenceServer::ActorLoop() {
   std::shared_ptr<Policy> policy;
   uint64_t have_version = ~0ull;
   std::vector<ObservationRequest> batch;
+  std::vector<ActionReply> replies;
   BoundedQueue<ObservationRequest>& requests = source_->requests();
   auto fail = [this](absl::Status s) {
     return supervisor_->stopping() ? absl::OkStatus() : s;
@@ -137,7 +139,8 @@ absl::Status InferenceServer::ActorLoop() {
       stage_->AddIdle(std::chrono::nanoseconds(NowNs() - w0));
       if (s == QueueStatus::kClosed) return absl::OkStatus();
       if (batch.empty()) continue;
-      if (absl::Status st = Infer(batch, policy, have_version); !st.ok())
+      if (absl::Status st = Infer(batch, replies, policy, have_version);
+          !st.ok())
         return fail(st);
     }
   }
@@ -157,7 +160,7 @@ absl::Status InferenceServer::ActorLoop() {
         static_cast<int>(batch.size()) < options_.full_batch()) {
       continue;
     }
-    if (absl::Status st = Infer(batch, policy, have_version); !st.ok())
+    if (absl::Status st = Infer(batch, replies, policy, have_version); !st.ok())
       return fail(st);
     batch.clear();
   }

@@ -69,7 +69,9 @@ class InferenceServer {
 
  private:
   absl::Status ActorLoop();
+  // `replies` is the actor's scratch, reused from batch to batch.
   absl::Status Infer(const std::vector<ObservationRequest>& batch,
+                     std::vector<ActionReply>& replies,
                      std::shared_ptr<Policy>& policy, uint64_t& have_version);
 
   InferenceServerOptions options_;

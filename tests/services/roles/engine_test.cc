@@ -47,8 +47,8 @@ EngineParts SmallParts(const Config& c) {
   return p;
 }
 
-absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(const Config& c) {
-  EngineParts parts = SmallParts(c);
+absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(
+    const Config& c, const EngineParts& parts) {
   absl::StatusOr<LocalEngineOptions> o = LocalEngineOptionsFromConfig(c, parts);
   if (!o.ok()) return o.status();
   return LocalEngine::Create(*o, parts);
@@ -125,7 +125,7 @@ TEST(LocalEngine, SuccessByStartVersionLeavesOutLateEpisodes) {
 
 TEST(LocalEngine, SyncModeNoEnvStepsWhileTheLearnerTrains) {
   const Config c = SmallConfig("sync");
-  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c);
+  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c, SmallParts(c));
   ASSERT_TRUE(e.ok()) << e.status();
   const absl::Status run = (*e)->Run({});
   ASSERT_TRUE(run.ok()) << run;
@@ -143,7 +143,7 @@ TEST(LocalEngine, SyncModeNoEnvStepsWhileTheLearnerTrains) {
 TEST(LocalEngine, AsyncModeStepsEnvsWhileTheLearnerTrains) {
   Config c = SmallConfig("async");
   c.rl.max_steps = 6;
-  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c);
+  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c, SmallParts(c));
   ASSERT_TRUE(e.ok()) << e.status();
   const absl::Status run = (*e)->Run({});
   ASSERT_TRUE(run.ok()) << run;
@@ -162,7 +162,7 @@ TEST(LocalEngine, GrpoTrainsOnCompleteGroups) {
   c.rl.algorithm = "grpo";
   c.rl.grpo_group_size = 2;
   c.rl.max_steps = 1;
-  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c);
+  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c, SmallParts(c));
   ASSERT_TRUE(e.ok()) << e.status();
   const absl::Status run = (*e)->Run({});
   ASSERT_TRUE(run.ok()) << run;
@@ -191,11 +191,7 @@ TEST(LocalEngine, TrainsAUsersTorchScriptPolicy) {
   std::vector<at::Tensor> before;
   for (const at::Tensor& p : parts->policy->Parameters().weights)
     before.push_back(p.detach().clone());
-  absl::StatusOr<LocalEngineOptions> o =
-      LocalEngineOptionsFromConfig(c, *parts);
-  ASSERT_TRUE(o.ok()) << o.status();
-  absl::StatusOr<std::unique_ptr<LocalEngine>> e =
-      LocalEngine::Create(*o, *parts);
+  absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c, *parts);
   ASSERT_TRUE(e.ok()) << e.status();
   const absl::Status run = (*e)->Run({});
   ASSERT_TRUE(run.ok()) << run;
