@@ -54,12 +54,23 @@ at::Tensor TinyVLAPolicy::Values(const PolicyInput& in) {
 
 void TinyVLAPolicy::SetTraining(bool training) { net_->train(training); }
 
-std::shared_ptr<Policy> TinyVLAPolicy::Snapshot(uint64_t version) {
+std::shared_ptr<TrainablePolicy> TinyVLAPolicy::Snapshot(uint64_t version) {
   auto copy = std::dynamic_pointer_cast<TinyVLAImpl>(net_->clone());
   copy->eval();
   for (auto& p : copy->parameters()) p.set_requires_grad(false);
   return std::make_shared<TinyVLAPolicy>(TinyVLA(copy), version,
                                          packed_evaluate_);
+}
+
+TrainablePolicy::NamedTensors TinyVLAPolicy::State() {
+  NamedTensors out;
+  for (const auto& p : net_->named_parameters()) {
+    out.emplace_back(p.key(), p.value().detach());
+  }
+  for (const auto& b : net_->named_buffers()) {
+    out.emplace_back(b.key(), b.value().detach());
+  }
+  return out;
 }
 
 absl::Status TinyVLAPolicy::SetActionTemperature(double temperature) {

@@ -42,7 +42,9 @@ class TinyVLAPolicy final : public TrainablePolicy {
   ParameterGroups Parameters() override;
   at::Tensor Values(const PolicyInput& in) override;
   void SetTraining(bool training) override;
-  std::shared_ptr<Policy> Snapshot(uint64_t version) override;
+  std::shared_ptr<TrainablePolicy> Snapshot(uint64_t version) override;
+  const char* kind() const override { return "tiny_vla"; }
+  NamedTensors State() override;
   int64_t max_text_len() const override {
     return net_->options().max_text_len();
   }

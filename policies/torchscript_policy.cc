@@ -118,7 +118,7 @@ void TorchScriptPolicy::SetTraining(bool training) {
   module_->m.train(training);
 }
 
-std::shared_ptr<Policy> TorchScriptPolicy::Snapshot(uint64_t version) {
+std::shared_ptr<TrainablePolicy> TorchScriptPolicy::Snapshot(uint64_t version) {
   std::shared_ptr<TorchScriptPolicy> p(new TorchScriptPolicy);
   p->module_ = std::make_unique<Module>();
   p->module_->m = module_->m.clone();
@@ -129,6 +129,17 @@ std::shared_ptr<Policy> TorchScriptPolicy::Snapshot(uint64_t version) {
   p->max_text_len_ = max_text_len_;
   p->set_version(version);
   return p;
+}
+
+TrainablePolicy::NamedTensors TorchScriptPolicy::State() {
+  NamedTensors out;
+  for (const auto& p : module_->m.named_parameters(/*recurse=*/true)) {
+    out.emplace_back(p.name, p.value.detach());
+  }
+  for (const auto& b : module_->m.named_buffers(/*recurse=*/true)) {
+    out.emplace_back(b.name, b.value.detach());
+  }
+  return out;
 }
 
 absl::Status TorchScriptPolicy::SetActionTemperature(double) {

@@ -57,7 +57,9 @@ class TorchScriptPolicy final : public TrainablePolicy {
   ParameterGroups Parameters() override;
   at::Tensor Values(const PolicyInput& in) override;
   void SetTraining(bool training) override;
-  std::shared_ptr<Policy> Snapshot(uint64_t version) override;
+  std::shared_ptr<TrainablePolicy> Snapshot(uint64_t version) override;
+  const char* kind() const override { return "torchscript"; }
+  NamedTensors State() override;
   int64_t max_text_len() const override { return max_text_len_; }
   absl::Status SetActionTemperature(double temperature) override;
   absl::Status Save(const std::string& dir, const TextTokenizer& tokenizer,

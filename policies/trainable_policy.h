@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,12 +45,23 @@ class TrainablePolicy : public Policy {
   virtual void SetTraining(bool training) = 0;
   // A deep copy with gradients off, reporting `version`: the inference
   // server's snapshot, unaffected by later optimizer steps.
-  virtual std::shared_ptr<Policy> Snapshot(uint64_t version) = 0;
+  virtual std::shared_ptr<TrainablePolicy> Snapshot(uint64_t version) = 0;
   // Instruction tokens the policy reads per observation.
   virtual int64_t max_text_len() const = 0;
   // Sets every action dimension's sampling temperature (Unimplemented where
   // the policy has no such parameter).
   virtual absl::Status SetActionTemperature(double temperature) = 0;
+  // What a weight update carries. `kind()` names the architecture on the
+  // wire ("tiny_vla", "torchscript"); State() is every parameter and buffer by
+  // dotted name, in a fixed order, sharing storage with the policy (detached);
+  // LoadState copies `state` in: every name must match one of ours with the
+  // same shape and dtype and every one of ours must be given, else
+  // InvalidArgument naming the first mismatch (nothing partial is kept
+  // meaningful: load into a Snapshot, publish only on OK).
+  using NamedTensors = std::vector<std::pair<std::string, at::Tensor>>;
+  virtual const char* kind() const = 0;
+  virtual NamedTensors State() = 0;
+  absl::Status LoadState(const NamedTensors& state);
   // Writes a checkpoint folder that LoadPolicyCheckpoint reads back.
   virtual absl::Status Save(const std::string& dir,
                             const TextTokenizer& tokenizer,

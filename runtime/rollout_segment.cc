@@ -60,6 +60,13 @@ RolloutSegment* SegmentPool::Acquire() {
   return s;
 }
 
+RolloutSegment* SegmentPool::TryAcquire() {
+  RolloutSegment* s = nullptr;
+  if (free_.Pop(s, absl::ZeroDuration()) != QueueStatus::kOk) return nullptr;
+  s->Clear();
+  return s;
+}
+
 void SegmentPool::Release(RolloutSegment* s) { free_.Push(s); }
 
 }  // namespace rlvla3

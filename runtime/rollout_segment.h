@@ -102,6 +102,8 @@ class SegmentPool {
   SegmentPool(const SegmentShape& shape, int count);
   // Null once the pool is closed.
   RolloutSegment* Acquire();
+  // A free segment, or null at once when none is (never blocks).
+  RolloutSegment* TryAcquire();
   void Release(RolloutSegment* s);
   void Close() { free_.Close(); }
   int size() const { return static_cast<int>(all_.size()); }

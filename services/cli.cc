@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "envs/egl_context.h"
 #include "policies/checkpoint.h"
@@ -27,6 +28,7 @@
 #include "services/config_bridge.h"
 #include "services/expert_eval.h"
 #include "services/selfcheck.h"
+#include "services/serve.h"
 #include "services/sft.h"
 #include "services/train.h"
 #include "services/visualize.h"
@@ -55,6 +57,7 @@ constexpr char kUsage[] =
     "                 [--actions greedy|sampled] [--first-init K]\n"
     "                 a checkpoint's success rate per task\n"
     "  train          [--mode sync|async] [--init-checkpoint DIR]\n"
+    "  serve ROLE     one role as a gRPC service (learner|inference|rollout)\n"
     "                 RL post-training: env pool, inference actors, learner\n"
     "  bench          --config FILE [--duration SECONDS] [--json PATH]\n"
     "                 each stage alone, then sync vs async side by side\n"
@@ -118,6 +121,16 @@ constexpr VerbHelp kVerbHelp[] = {
      "  --duration SECONDS      per mode (default 60)\n"
      "  --json PATH             figures as JSON (default "
      "<run folder>/bench.json)\n"},
+    {"serve",
+     "ROLE: run one role as its own gRPC service (learner | inference |\n"
+     "rollout); prints \"ROLE: serving on HOST:PORT\" when ready\n"
+     "  --listen HOST:PORT   where to serve (default 127.0.0.1:0: any port)\n"
+     "  --learner HOST:PORT  the learner (inference, rollout)\n"
+     "  --inference A[,B]    inference servers; envs are sharded (rollout)\n"
+     "  --worker W           this rollout worker's index (< "
+     "cluster.rollout_workers)\n"
+     "  --duration S         stop after S seconds (default: until signalled)\n"
+     "  token: cluster.token_file, else env RLVLA3_TOKEN (never logged)\n"},
     {"version", "print the version\n"},
 };
 
@@ -484,6 +497,28 @@ int VerbTrain(const CommonFlags& f) {
   return kExitOk;
 }
 
+int VerbServe(const std::string& role, const CommonFlags& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  ServeFlags s;
+  s.role = role;
+  s.listen = f.Get("--listen", "127.0.0.1:0");
+  s.learner = f.Get("--learner", "");
+  for (const std::string& v : f.All("--inference")) {
+    for (absl::string_view t : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+      s.inference.emplace_back(t);
+    }
+  }
+  if (!absl::SimpleAtoi(f.Get("--worker", "0"), &s.worker) ||
+      !absl::SimpleAtod(f.Get("--duration", "0"), &s.duration_s)) {
+    std::fprintf(stderr, "rl-vla3: serve: --worker and --duration take "
+                         "numbers\n");
+    return kExitUsage;
+  }
+  return RunServe(*c, s);
+}
+
 int VerbBench(const CommonFlags& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
@@ -566,6 +601,18 @@ int RunCli(const std::vector<std::string>& args) {
   if (verb == "bench") {
     auto flags = ParseFlags(args, 1, {"--mode", "--duration", "--json"});
     return flags ? VerbBench(*flags) : kExitUsage;
+  }
+  if (verb == "serve") {
+    if (args.size() < 2 || args[1].rfind("--", 0) == 0) {
+      std::fprintf(stderr,
+                   "rl-vla3: serve needs a role: learner, inference or "
+                   "rollout\n");
+      return kExitUsage;
+    }
+    auto flags = ParseFlags(
+        args, 2,
+        {"--listen", "--learner", "--inference", "--worker", "--duration"});
+    return flags ? VerbServe(args[1], *flags) : kExitUsage;
   }
   if (verb == "render") {
     auto flags = ParseFlags(args, 1, {"--task", "--init", "--out"});

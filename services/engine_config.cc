@@ -153,6 +153,7 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   r.max_policy_lag = lag;
   r.base_version = parts.version;
   r.seed = static_cast<uint64_t>(c.run.seed);
+  r.run_id = r.seed;
   r.success_window = c.rl.success_window;
   r.max_episode_steps = max_steps;
 

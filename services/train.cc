@@ -45,6 +45,8 @@ void InstallStopSignalHandlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+bool StopSignalled() { return g_interrupted.load(); }
+
 absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
                                         const std::string& run_dir,
                                         const RunOptions& options) {

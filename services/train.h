@@ -62,6 +62,8 @@ std::string FormatTrainSummary(const EngineRun& r);
 
 // Installs SIGINT/SIGTERM handlers that stop the running engine.
 void InstallStopSignalHandlers();
+// A SIGINT/SIGTERM has arrived since the handlers were installed.
+bool StopSignalled();
 
 }  // namespace rlvla3
 

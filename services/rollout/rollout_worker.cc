@@ -123,7 +123,7 @@ struct RolloutWorker::Impl {
     if (c.seg == nullptr) return false;  // shutting down
     c.seg->env_id = env;
     c.seg->task = c.task;
-    c.seg->run_id = options.seed;
+    c.seg->run_id = options.run_id;
     return true;
   }
 

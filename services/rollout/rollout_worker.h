@@ -48,6 +48,9 @@ struct RolloutWorkerOptions {
   int64_t max_policy_lag = 1;  // 0: lock-step
   uint64_t base_version = 0;   // policy version the run starts from
   uint64_t seed = 0;           // GRPO initial states
+  // Stamped on every segment: the env incarnation (a worker process start),
+  // so the learner can tell segments of a restarted worker apart.
+  uint64_t run_id = 0;
   int64_t success_window = 100;
   int max_episode_steps = 0;  // the longest task's step limit
 };

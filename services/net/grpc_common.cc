@@ -1,0 +1,161 @@
+#include "services/net/grpc_common.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr char kBearer[] = "Bearer ";
+
+bool SameToken(absl::string_view a, absl::string_view b) {
+  // Constant time in the token's length.
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i]) ^
+            static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+  }
+  return diff == 0;
+}
+
+int Ms(absl::Duration d) { return static_cast<int>(absl::ToInt64Milliseconds(d)); }
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadToken(const std::string& file,
+                                      const char* env_var) {
+  if (!file.empty()) {
+    std::ifstream in(file);
+    if (!in) {
+      return absl::NotFoundError(
+          absl::StrCat("token file ", file, ": cannot be read"));
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string t(absl::StripAsciiWhitespace(ss.str()));
+    if (t.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token file ", file, ": empty"));
+    }
+    return t;
+  }
+  // Read once, at start, by the verb; never written.
+  const char* v = env_var != nullptr ? std::getenv(env_var) : nullptr;
+  return std::string(v != nullptr ? absl::StripAsciiWhitespace(v) : "");
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           const NetOptions& net) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(net.max_message_bytes));
+  args.SetMaxSendMessageSize(static_cast<int>(net.max_message_bytes));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, Ms(net.keepalive));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, Ms(net.keepalive_timeout));
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+void PrepareContext(grpc::ClientContext* ctx, const NetOptions& net,
+                    absl::Duration timeout) {
+  if (!net.token.empty()) {
+    ctx->AddMetadata("authorization", absl::StrCat(kBearer, net.token));
+  }
+  if (timeout != absl::InfiniteDuration()) {
+    ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  }
+}
+
+absl::Status WaitForConnected(grpc::Channel* channel, const std::string& target,
+                              const NetOptions& net) {
+  if (channel->WaitForConnected(
+          absl::ToChronoTime(absl::Now() + net.call_timeout))) {
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(
+      absl::StrCat("cannot connect to ", target, " within ",
+                   absl::FormatDuration(net.call_timeout)));
+}
+
+grpc::Status CheckToken(const grpc::CallbackServerContext* ctx,
+                        const NetOptions& net) {
+  if (net.token.empty()) return grpc::Status::OK;
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (it != md.end()) {
+    absl::string_view v(it->second.data(), it->second.size());
+    if (absl::StartsWith(v, kBearer) &&
+        SameToken(v.substr(sizeof(kBearer) - 1), net.token)) {
+      return grpc::Status::OK;
+    }
+  }
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "missing or wrong shared token (metadata "
+                      "\"authorization: Bearer TOKEN\")");
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
+                      std::string(s.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& s, const std::string& what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+absl::StatusOr<std::unique_ptr<RoleServer>> RoleServer::Start(
+    const std::string& listen, const NetOptions& net,
+    const std::vector<grpc::Service*>& services) {
+  // Both are process-wide switches of gRPC that only take effect for servers
+  // built after them; every rl-vla3 server wants them, so they are set here,
+  // idempotently, before each build.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  std::unique_ptr<RoleServer> r(new RoleServer);
+  grpc::ServerBuilder b;
+  b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &r->port_);
+  b.SetMaxReceiveMessageSize(static_cast<int>(net.max_message_bytes));
+  b.SetMaxSendMessageSize(static_cast<int>(net.max_message_bytes));
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Ms(net.keepalive));
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                       Ms(net.keepalive_timeout));
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                       1000);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  for (grpc::Service* s : services) b.RegisterService(s);
+  r->server_ = b.BuildAndStart();
+  if (r->server_ == nullptr || r->port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", listen,
+                     " (address in use or not local?)"));
+  }
+  return r;
+}
+
+RoleServer::~RoleServer() { Shutdown(absl::Seconds(1)); }
+
+void RoleServer::Shutdown(absl::Duration grace) {
+  if (shut_down_ || server_ == nullptr) return;
+  shut_down_ = true;
+  if (grpc::HealthCheckServiceInterface* h =
+          server_->GetHealthCheckService()) {
+    h->SetServingStatus(false);
+  }
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));
+  server_->Wait();
+}
+
+}  // namespace rlvla3

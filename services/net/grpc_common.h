@@ -1,0 +1,88 @@
+// File: services/net/grpc_common.h
+// -----------------------------------------------------------------------------
+// What every role's gRPC edge shares: network options (shared token, message
+// size limit, keepalive, deadlines), client channels, the server with
+// standard health checking (grpc.health.v1) and reflection, and the one place
+// where absl::Status becomes a grpc::Status and back.
+//
+// The shared token, when set, must come as metadata "authorization: Bearer T"
+// on every call of rl-vla3's own services (health and reflection stay open,
+// as Kubernetes probes carry no token). It is never logged.
+//
+// Example:
+//   NetOptions net{.token = *ReadToken("", "RLVLA3_TOKEN")};
+//   auto server = RoleServer::Start("127.0.0.1:50051", net, {&service});
+//   std::shared_ptr<grpc::Channel> ch = MakeChannel("127.0.0.1:50051", net);
+//   grpc::ClientContext ctx;  PrepareContext(&ctx, net, absl::Seconds(5));
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_NET_GRPC_COMMON_H_
+#define RLVLA3_SERVICES_NET_GRPC_COMMON_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace rlvla3 {
+
+struct NetOptions {
+  std::string token;                      // empty: calls are not checked
+  int64_t max_message_bytes = 64 << 20;   // both directions
+  absl::Duration keepalive = absl::Seconds(10);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
+  absl::Duration call_timeout = absl::Seconds(10);  // unary calls, connects
+};
+
+// The token from `file` if set (trailing whitespace dropped), else from the
+// environment variable `env_var`, else empty. An unreadable or empty file is
+// an error naming it (never the token).
+absl::StatusOr<std::string> ReadToken(const std::string& file,
+                                      const char* env_var);
+
+// An insecure channel (the cluster network is the boundary; the token
+// authenticates) with keepalive and the message size limit.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
+                                           const NetOptions& net);
+// Adds the token and, unless infinite, a deadline `timeout` from now.
+void PrepareContext(grpc::ClientContext* ctx, const NetOptions& net,
+                    absl::Duration timeout);
+// Waits until `channel` is connected, at most net.call_timeout.
+absl::Status WaitForConnected(grpc::Channel* channel, const std::string& target,
+                              const NetOptions& net);
+
+// UNAUTHENTICATED unless the call carries the token (OK when none is set).
+grpc::Status CheckToken(const grpc::CallbackServerContext* ctx,
+                        const NetOptions& net);
+
+grpc::Status ToGrpcStatus(const absl::Status& s);
+absl::Status FromGrpcStatus(const grpc::Status& s, const std::string& what);
+
+// A started gRPC server: `services` plus grpc.health.v1 (every service
+// SERVING once started) and server reflection.
+class RoleServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RoleServer>> Start(
+      const std::string& listen, const NetOptions& net,
+      const std::vector<grpc::Service*>& services);
+  ~RoleServer();
+  // The bound port (useful with "HOST:0").
+  int port() const { return port_; }
+  // Health NOT_SERVING, then stops within `grace` (streams are cancelled).
+  void Shutdown(absl::Duration grace);
+
+ private:
+  RoleServer() = default;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_NET_GRPC_COMMON_H_

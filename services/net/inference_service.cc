@@ -1,0 +1,307 @@
+#include "services/net/inference_service.h"
+
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+
+namespace rlvla3 {
+namespace {
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Writes one stream's replies in order, one write in flight, from any
+// thread; finishes the stream once the client is done and every queued reply
+// is written. Never blocks: a reply is queued under a short lock.
+class ActReactor final
+    : public grpc::ServerBidiReactor<v1::Observation, v1::ActionReply> {
+ public:
+  explicit ActReactor(InferenceService::Impl* svc);
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone() override;
+
+  // Queues `r` (or an error for `env`). Called under the service's lock.
+  void Send(const ActionReply& r, const WireShape& shape);
+  void SendError(int env, const absl::Status& status);
+
+ private:
+  v1::ActionReply* FreeMessage() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Enqueue(v1::ActionReply* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  InferenceService::Impl* svc_;
+  v1::Observation in_;  // read into; only the stream's reactions touch it
+  std::mutex mu_;
+  std::vector<std::unique_ptr<v1::ActionReply>> all_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ActionReply*> free_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::ActionReply*> queue_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+struct InferenceService::Impl final : public v1::Inference::CallbackService {
+  struct Slot {
+    std::vector<uint8_t> agentview, wrist;
+    std::vector<float> proprio;
+    ActReactor* owner = nullptr;  // null: free, or its stream has ended
+    bool busy = false;
+  };
+
+  Impl(const InferenceServiceOptions& o, const NetOptions& n,
+       MetricsRegistry* metrics)
+      : options(o),
+        net(n),
+        queue(o.request_queue),
+        observations(&metrics->counter("observations_served")),
+        invalid(&metrics->counter("invalid_requests")),
+        start(std::chrono::steady_clock::now()) {
+    const size_t image =
+        static_cast<size_t>(o.shape.height) * o.shape.width * 3;
+    slots.resize(static_cast<size_t>(o.num_envs));
+    for (Slot& s : slots) {
+      s.agentview.resize(image);
+      s.wrist.resize(image);
+      s.proprio.resize(static_cast<size_t>(o.shape.proprio_dim));
+    }
+  }
+
+  grpc::ServerBidiReactor<v1::Observation, v1::ActionReply>* Act(
+      grpc::CallbackServerContext* ctx) override {
+    if (grpc::Status auth = CheckToken(ctx, net); !auth.ok()) {
+      struct Refuse final
+          : grpc::ServerBidiReactor<v1::Observation, v1::ActionReply> {
+        explicit Refuse(grpc::Status s) { Finish(std::move(s)); }
+        void OnDone() override { delete this; }
+      };
+      return new Refuse(std::move(auth));
+    }
+    return new ActReactor(this);
+  }
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const v1::StatusRequest*,
+                                      v1::RoleStatus* out) override {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    if (grpc::Status auth = CheckToken(ctx, net); !auth.ok()) {
+      r->Finish(auth);
+      return r;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    out->set_role("inference");
+    out->set_running(!queue.closed());
+    out->set_uptime_s(std::chrono::duration<double>(now - start).count());
+    const uint64_t n = observations->value();
+    out->set_observations(n);
+    {
+      std::lock_guard<std::mutex> lock(rate_mu);
+      const double dt =
+          std::chrono::duration<double>(now - last_status).count();
+      out->set_observations_per_s(dt > 0 ? (n - last_count) / dt : 0);
+      last_status = now;
+      last_count = n;
+    }
+    out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
+    out->set_invalid_requests(invalid->value());
+    std::function<void(v1::RoleStatus*)> fill;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      fill = status_fill;
+    }
+    if (fill) fill(out);
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+
+  // On a stream's reaction: queues one observation for inference, or says
+  // why not (the caller answers the env with the error).
+  absl::Status Accept(const v1::Observation& m, ActReactor* from) {
+    if (absl::Status s = CheckObservation(m, options.shape, options.num_envs,
+                                          options.num_tasks);
+        !s.ok()) {
+      return s;
+    }
+    const int env = static_cast<int>(m.env_id());
+    Slot* slot;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      slot = &slots[static_cast<size_t>(env)];
+      if (slot->busy) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "observation.env_id: env ", env,
+            " already has an observation waiting for its action"));
+      }
+      slot->busy = true;
+      slot->owner = from;
+    }
+    const ObservationRequest view = ObservationView(m);
+    std::memcpy(slot->agentview.data(), view.agentview, slot->agentview.size());
+    std::memcpy(slot->wrist.data(), view.wrist, slot->wrist.size());
+    std::memcpy(slot->proprio.data(), view.proprio,
+                sizeof(float) * slot->proprio.size());
+    ObservationRequest r{env, view.task, slot->agentview.data(),
+                         slot->wrist.data(), slot->proprio.data(), SteadyNs()};
+    const QueueStatus q = queue.Push(r, absl::ZeroDuration());
+    if (q == QueueStatus::kOk) return absl::OkStatus();
+    std::lock_guard<std::mutex> lock(mu);
+    slot->busy = false;
+    slot->owner = nullptr;
+    return q == QueueStatus::kClosed
+               ? absl::UnavailableError("inference server is stopping")
+               : absl::ResourceExhaustedError(
+                     "request queue full (overflow policy: reject)");
+  }
+
+  void Detach(ActReactor* r) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (Slot& s : slots) {
+      if (s.owner == r) s.owner = nullptr;
+    }
+  }
+
+  InferenceServiceOptions options;
+  NetOptions net;
+  BoundedQueue<ObservationRequest> queue;
+  Counter* observations;
+  Counter* invalid;
+  std::chrono::steady_clock::time_point start;
+  std::mutex mu;
+  std::vector<Slot> slots ABSL_GUARDED_BY(mu);
+  std::function<void(v1::RoleStatus*)> status_fill ABSL_GUARDED_BY(mu);
+  std::mutex rate_mu;
+  std::chrono::steady_clock::time_point last_status ABSL_GUARDED_BY(rate_mu) =
+      std::chrono::steady_clock::now();
+  uint64_t last_count ABSL_GUARDED_BY(rate_mu) = 0;
+};
+
+namespace {
+
+ActReactor::ActReactor(InferenceService::Impl* svc) : svc_(svc) {
+  StartRead(&in_);
+}
+
+void ActReactor::OnReadDone(bool ok) {
+  if (!ok) {  // the client finished writing, or the stream broke
+    std::lock_guard<std::mutex> lock(mu_);
+    reads_done_ = true;
+    MaybeFinish();
+    return;
+  }
+  if (absl::Status s = svc_->Accept(in_, this); !s.ok()) {
+    svc_->invalid->Add();
+    SendError(static_cast<int>(in_.env_id()), s);
+  } else {
+    svc_->observations->Add();
+  }
+  StartRead(&in_);
+}
+
+void ActReactor::OnWriteDone(bool ok) {
+  std::lock_guard<std::mutex> lock(mu_);
+  writing_ = false;
+  free_.push_back(queue_.front());
+  queue_.pop_front();
+  if (!ok) broken_ = true;
+  if (!queue_.empty() && !broken_ && !finished_) {
+    writing_ = true;
+    StartWrite(queue_.front());
+    return;
+  }
+  MaybeFinish();
+}
+
+void ActReactor::OnDone() {
+  svc_->Detach(this);
+  delete this;
+}
+
+v1::ActionReply* ActReactor::FreeMessage() {
+  if (free_.empty()) {
+    all_.push_back(std::make_unique<v1::ActionReply>());
+    return all_.back().get();
+  }
+  v1::ActionReply* m = free_.back();
+  free_.pop_back();
+  return m;
+}
+
+void ActReactor::Enqueue(v1::ActionReply* m) {
+  queue_.push_back(m);
+  if (!writing_) {
+    writing_ = true;
+    StartWrite(queue_.front());
+  }
+}
+
+void ActReactor::Send(const ActionReply& r, const WireShape& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || broken_) return;
+  v1::ActionReply* m = FreeMessage();
+  EncodeReply(r, shape, m);
+  Enqueue(m);
+}
+
+void ActReactor::SendError(int env, const absl::Status& status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || broken_) return;
+  v1::ActionReply* m = FreeMessage();
+  EncodeErrorReply(env, status, m);
+  Enqueue(m);
+}
+
+void ActReactor::MaybeFinish() {
+  if (finished_ || writing_ || !reads_done_) return;
+  finished_ = true;
+  Finish(grpc::Status::OK);
+}
+
+}  // namespace
+
+InferenceService::InferenceService(const InferenceServiceOptions& options,
+                                   const NetOptions& net,
+                                   MetricsRegistry* metrics)
+    : impl_(std::make_unique<Impl>(options, net, metrics)) {}
+
+InferenceService::~InferenceService() = default;
+
+grpc::Service* InferenceService::service() { return impl_.get(); }
+
+void InferenceService::SetStatusSource(
+    std::function<void(v1::RoleStatus*)> fill) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->status_fill = std::move(fill);
+}
+
+BoundedQueue<ObservationRequest>& InferenceService::requests() {
+  return impl_->queue;
+}
+
+absl::Status InferenceService::Reply(absl::Span<const ActionReply> replies) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (const ActionReply& r : replies) {
+    Impl::Slot& s = impl_->slots[static_cast<size_t>(r.env)];
+    ActReactor* owner = s.owner;
+    s.busy = false;
+    s.owner = nullptr;
+    // A reply for a stream that has ended is dropped: its worker is gone.
+    if (owner != nullptr) owner->Send(r, impl_->options.shape);
+  }
+  return absl::OkStatus();
+}
+
+void InferenceService::Close() { impl_->queue.Close(); }
+
+}  // namespace rlvla3

@@ -1,0 +1,65 @@
+// File: services/net/inference_service.h
+// -----------------------------------------------------------------------------
+// The inference server's end of level 1 over gRPC: the Inference service's
+// bidirectional Act stream feeds the InferenceServer's request queue (it is
+// an ObservationSource), and Reply routes each env's action reply back to the
+// stream that sent it. One slot per global env id holds the observation's
+// bytes until its reply (at most one observation per env in flight), so a
+// stream's reads never wait on inference and nothing is allocated per
+// observation. A malformed observation, a second one for an env still in
+// flight, or a full request queue (overflow policy: reject) gets an error
+// reply naming the field; the stream and every other env go on.
+//
+// Example:
+//   InferenceService svc(options, net, &metrics);
+//   auto server = RoleServer::Start(listen, net, {svc.service()});
+//   InferenceServer role(io, &svc, &weights, &metrics, &timeline);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_NET_INFERENCE_SERVICE_H_
+#define RLVLA3_SERVICES_NET_INFERENCE_SERVICE_H_
+
+#include <functional>
+#include <memory>
+
+#include "runtime/metrics.h"
+#include "runtime/observation_channel.h"
+#include "services/net/grpc_common.h"
+#include "services/net/wire_format.h"
+
+namespace rlvla3 {
+namespace v1 {
+class RoleStatus;
+}  // namespace v1
+
+struct InferenceServiceOptions {
+  WireShape shape;
+  int num_envs = 0;   // global env ids are < num_envs
+  int num_tasks = 0;  // rows of the instruction table
+  QueueOptions request_queue;  // capacity >= num_envs
+};
+
+class InferenceService final : public ObservationSource {
+ public:
+  InferenceService(const InferenceServiceOptions& options,
+                   const NetOptions& net, MetricsRegistry* metrics);
+  ~InferenceService() override;
+
+  grpc::Service* service();
+  // What GetStatus reports besides the service's own counters.
+  void SetStatusSource(std::function<void(v1::RoleStatus*)> fill);
+
+  // ObservationSource.
+  BoundedQueue<ObservationRequest>& requests() override;
+  absl::Status Reply(absl::Span<const ActionReply> replies) override;
+  // Wakes the inference actors (the request queue closes).
+  void Close();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_NET_INFERENCE_SERVICE_H_

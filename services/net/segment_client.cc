@@ -1,0 +1,163 @@
+#include "services/net/segment_client.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "services/net/wire_format.h"
+
+namespace rlvla3 {
+
+struct GrpcSegmentChannel::Stream final
+    : public grpc::ClientWriteReactor<v1::TrajectorySegment> {
+  Stream(std::string target, std::shared_ptr<grpc::Channel> channel,
+         const NetOptions& net, int in_flight)
+      : target(std::move(target)), stub(v1::Learner::NewStub(channel)) {
+    PrepareContext(&ctx, net, absl::InfiniteDuration());
+    for (int i = 0; i < in_flight; ++i) {
+      all.push_back(std::make_unique<v1::TrajectorySegment>());
+      free.push_back(all.back().get());
+    }
+  }
+
+  void Begin() {
+    stub->async()->PushSegments(&ctx, &reply, this);
+    AddHold();  // writes start outside reactions (Push)
+    StartCall();
+  }
+
+  absl::Status Push(const RolloutSegment& s) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return !free.empty() || closing || done; });
+    if (!first_error.ok()) return first_error;
+    if (closing || done) return absl::CancelledError("segment channel closed");
+    v1::TrajectorySegment* m = free.back();
+    free.pop_back();
+    EncodeSegment(s, m);
+    queue.push_back(m);
+    ++pushed;
+    if (!writing) {
+      writing = true;
+      StartWrite(queue.front());
+    }
+    return absl::OkStatus();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mu);
+    writing = false;
+    free.push_back(queue.front());
+    queue.pop_front();
+    cv.notify_all();
+    if (!ok) return;  // the stream broke; OnDone brings the status
+    if (!queue.empty()) {
+      writing = true;
+      StartWrite(queue.front());
+    } else if (closing && !writes_done_sent) {
+      writes_done_sent = true;
+      StartWritesDone();
+    }
+  }
+
+  void OnDone(const grpc::Status& s) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!s.ok() && first_error.ok() && !cancelled) {
+      first_error = FromGrpcStatus(s, absl::StrCat("learner ", target));
+    }
+    done = true;
+    cv.notify_all();
+  }
+
+  void Close() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (closing) return;
+      closing = true;
+      cv.notify_all();
+      if (!writing && !writes_done_sent) {
+        writes_done_sent = true;
+        StartWritesDone();
+      }
+    }
+    RemoveHold();
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
+      cancelled = true;
+      ctx.TryCancel();
+      cv.wait(lock, [&] { return done; });
+    }
+  }
+
+  const std::string target;
+  std::unique_ptr<v1::Learner::Stub> stub;
+  grpc::ClientContext ctx;
+  v1::PushSegmentsReply reply;
+  std::vector<std::unique_ptr<v1::TrajectorySegment>> all;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<v1::TrajectorySegment*> free ABSL_GUARDED_BY(mu);
+  std::deque<v1::TrajectorySegment*> queue ABSL_GUARDED_BY(mu);
+  bool writing ABSL_GUARDED_BY(mu) = false;
+  bool closing ABSL_GUARDED_BY(mu) = false;
+  bool writes_done_sent ABSL_GUARDED_BY(mu) = false;
+  bool cancelled ABSL_GUARDED_BY(mu) = false;
+  bool done ABSL_GUARDED_BY(mu) = false;
+  uint64_t pushed ABSL_GUARDED_BY(mu) = 0;
+  absl::Status first_error ABSL_GUARDED_BY(mu);
+};
+
+absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> GrpcSegmentChannel::Create(
+    const SegmentClientOptions& options, const NetOptions& net) {
+  if (options.pool < 1 || options.in_flight < 1) {
+    return absl::InvalidArgumentError(
+        "segment channel: pool and in_flight must be >= 1");
+  }
+  std::shared_ptr<grpc::Channel> ch = MakeChannel(options.target, net);
+  if (absl::Status s = WaitForConnected(ch.get(), options.target, net);
+      !s.ok()) {
+    return s;
+  }
+  std::unique_ptr<GrpcSegmentChannel> c(new GrpcSegmentChannel);
+  c->pool_ = std::make_unique<SegmentPool>(options.shape, options.pool);
+  c->stream_ =
+      std::make_unique<Stream>(options.target, ch, net, options.in_flight);
+  c->stream_->Begin();
+  return c;
+}
+
+GrpcSegmentChannel::~GrpcSegmentChannel() { Close(); }
+
+RolloutSegment* GrpcSegmentChannel::Acquire() { return pool_->Acquire(); }
+
+absl::Status GrpcSegmentChannel::Push(RolloutSegment* segment) {
+  const absl::Status s = stream_->Push(*segment);
+  pool_->Release(segment);  // encoded (or refused): ownership ends here
+  return s;
+}
+
+void GrpcSegmentChannel::Close() {
+  if (stream_ == nullptr) return;
+  stream_->Close();
+  pool_->Close();
+}
+
+absl::Status GrpcSegmentChannel::status() const {
+  std::lock_guard<std::mutex> lock(stream_->mu);
+  if (!stream_->first_error.ok()) return stream_->first_error;
+  if (stream_->done && !stream_->closing) {
+    return absl::UnavailableError(
+        absl::StrCat("learner ", stream_->target, " ended the segment stream"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t GrpcSegmentChannel::pushed() const {
+  std::lock_guard<std::mutex> lock(stream_->mu);
+  return stream_->pushed;
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,59 @@
+// File: services/net/segment_client.h
+// -----------------------------------------------------------------------------
+// The rollout worker's end of level 2 over gRPC: a client-streaming
+// PushSegments call to the learner. Acquire hands out segments of a local
+// preallocated pool; Push encodes the segment into one of `in_flight`
+// reusable messages, gives the segment back to the pool and queues the
+// message for the stream (one write in flight). When every message is queued
+// or being written, Push blocks (overflow policy: block; the learner's
+// backpressure reaches the env threads, segments are never dropped).
+//
+// Example:
+//   auto ch = GrpcSegmentChannel::Create(options, net);
+//   RolloutSegment* s = (*ch)->Acquire();  ...fill...  (*ch)->Push(s);
+//   (*ch)->Close();  // half-closes; the learner's reply counts come back
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_NET_SEGMENT_CLIENT_H_
+#define RLVLA3_SERVICES_NET_SEGMENT_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/segment_channel.h"
+#include "services/net/grpc_common.h"
+
+namespace rlvla3 {
+
+struct SegmentClientOptions {
+  std::string target;  // the learner, host:port
+  SegmentShape shape;
+  int pool = 8;        // local segments being filled
+  int in_flight = 4;   // encoded segments queued or being written
+};
+
+class GrpcSegmentChannel final : public SegmentChannel {
+ public:
+  static absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> Create(
+      const SegmentClientOptions& options, const NetOptions& net);
+  ~GrpcSegmentChannel() override;
+
+  RolloutSegment* Acquire() override;
+  absl::Status Push(RolloutSegment* segment) override;
+  // Writes what is queued, half-closes and waits for the learner's reply
+  // (at most 5 s, then cancels). Acquire returns null afterwards.
+  void Close();
+  absl::Status status() const;
+  uint64_t pushed() const;
+
+  struct Stream;
+
+ private:
+  GrpcSegmentChannel() = default;
+  std::unique_ptr<SegmentPool> pool_;
+  std::unique_ptr<Stream> stream_;
+};
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_NET_SEGMENT_CLIENT_H_

@@ -1,0 +1,315 @@
+#include "services/net/wire_format.h"
+
+#include <cmath>
+#include <cstring>
+#include <initializer_list>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "rlvla3/v1/rollout.pb.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr char kAgentview[] = "agentview";
+constexpr char kWrist[] = "wrist";
+
+void SetTensor(v1::Tensor* t, v1::DType dtype,
+               std::initializer_list<int64_t> shape, const void* data,
+               size_t bytes) {
+  t->set_dtype(dtype);
+  t->clear_shape();
+  for (int64_t d : shape) t->add_shape(d);
+  t->mutable_data()->assign(static_cast<const char*>(data), bytes);
+}
+
+size_t DTypeBytes(v1::DType d) {
+  switch (d) {
+    case v1::DTYPE_UINT8:
+      return 1;
+    case v1::DTYPE_FLOAT32:
+      return 4;
+    case v1::DTYPE_INT64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+std::string ShapeText(const google::protobuf::RepeatedField<int64_t>& s) {
+  return absl::StrCat("[", absl::StrJoin(s, ", "), "]");
+}
+
+absl::Status CheckTensor(const v1::Tensor& t, v1::DType dtype,
+                         std::initializer_list<int64_t> shape,
+                         absl::string_view field) {
+  if (t.dtype() != dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": dtype ", v1::DType_Name(t.dtype()),
+                     ", expected ", v1::DType_Name(dtype)));
+  }
+  bool same = static_cast<size_t>(t.shape_size()) == shape.size();
+  size_t numel = 1, i = 0;
+  for (int64_t d : shape) {
+    numel *= static_cast<size_t>(d);
+    if (same && t.shape(static_cast<int>(i)) != d) same = false;
+    ++i;
+  }
+  if (!same) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": shape ", ShapeText(t.shape()), ", expected [",
+                     absl::StrJoin(shape, ", "), "]"));
+  }
+  if (t.data().size() != numel * DTypeBytes(dtype)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", t.data().size(), " bytes, expected ",
+                     numel * DTypeBytes(dtype)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFinite(const v1::Tensor& t, absl::string_view field) {
+  const size_t n = t.data().size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    float v;
+    std::memcpy(&v, t.data().data() + i * sizeof(float), sizeof(float));
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": element ", i, " is not finite"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void SetImage(v1::CameraImage* im, const char* name, int64_t rows,
+              const WireShape& s, const uint8_t* data, bool stacked) {
+  if (im->name() != name) im->set_name(name);
+  const size_t bytes = static_cast<size_t>(rows) * s.height * s.width * 3;
+  if (stacked) {
+    SetTensor(im->mutable_rgb(), v1::DTYPE_UINT8, {rows, s.height, s.width, 3},
+              data, bytes);
+  } else {
+    SetTensor(im->mutable_rgb(), v1::DTYPE_UINT8, {s.height, s.width, 3}, data,
+              bytes);
+  }
+}
+
+template <typename Message>
+absl::Status CheckImageNames(const Message& m, absl::string_view field) {
+  if (m.images_size() != 2 || m.images(0).name() != kAgentview ||
+      m.images(1).name() != kWrist) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ".images: expected two cameras, \"agentview\" then \"wrist\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void EncodeObservation(const ObservationRequest& r, int global_env,
+                       const WireShape& shape, v1::Observation* out) {
+  out->set_env_id(static_cast<uint32_t>(global_env));
+  out->set_task_id(static_cast<uint32_t>(r.task));
+  while (out->images_size() < 2) out->add_images();
+  SetImage(out->mutable_images(0), kAgentview, 1, shape, r.agentview, false);
+  SetImage(out->mutable_images(1), kWrist, 1, shape, r.wrist, false);
+  SetTensor(out->mutable_proprio(), v1::DTYPE_FLOAT32, {shape.proprio_dim},
+            r.proprio, sizeof(float) * shape.proprio_dim);
+  out->set_sent_unix_ns(r.submit_ns);
+}
+
+absl::Status CheckObservation(const v1::Observation& m, const WireShape& shape,
+                              int num_envs, int num_tasks) {
+  if (m.env_id() >= static_cast<uint32_t>(num_envs)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "observation.env_id: ", m.env_id(), " is not below ", num_envs));
+  }
+  if (m.task_id() >= static_cast<uint32_t>(num_tasks)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "observation.task_id: ", m.task_id(), " is not below ", num_tasks));
+  }
+  if (absl::Status s = CheckImageNames(m, "observation"); !s.ok()) return s;
+  for (int i = 0; i < 2; ++i) {
+    if (absl::Status s = CheckTensor(
+            m.images(i).rgb(), v1::DTYPE_UINT8, {shape.height, shape.width, 3},
+            absl::StrCat("observation.images[", i, "].rgb"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s = CheckTensor(m.proprio(), v1::DTYPE_FLOAT32,
+                                   {shape.proprio_dim}, "observation.proprio");
+      !s.ok()) {
+    return s;
+  }
+  return CheckFinite(m.proprio(), "observation.proprio");
+}
+
+ObservationRequest ObservationView(const v1::Observation& m) {
+  ObservationRequest r;
+  r.env = static_cast<int>(m.env_id());
+  r.task = static_cast<int>(m.task_id());
+  r.agentview =
+      reinterpret_cast<const uint8_t*>(m.images(0).rgb().data().data());
+  r.wrist = reinterpret_cast<const uint8_t*>(m.images(1).rgb().data().data());
+  r.proprio = reinterpret_cast<const float*>(m.proprio().data().data());
+  return r;
+}
+
+void EncodeReply(const ActionReply& r, const WireShape& shape,
+                 v1::ActionReply* out) {
+  const int64_t K = shape.chunk, A = shape.action_dim;
+  out->set_env_id(static_cast<uint32_t>(r.env));
+  SetTensor(out->mutable_actions(), v1::DTYPE_FLOAT32, {K, A}, r.actions,
+            sizeof(float) * K * A);
+  SetTensor(out->mutable_action_tokens(), v1::DTYPE_UINT8, {K, A}, r.tokens,
+            static_cast<size_t>(K * A));
+  SetTensor(out->mutable_log_probs(), v1::DTYPE_FLOAT32, {K}, r.log_probs,
+            sizeof(float) * K);
+  out->set_value(r.value);
+  out->set_policy_version(r.version);
+  out->set_error_code(0);
+  out->clear_error_message();
+}
+
+void EncodeErrorReply(int env, const absl::Status& status,
+                      v1::ActionReply* out) {
+  out->Clear();
+  out->set_env_id(static_cast<uint32_t>(env));
+  out->set_error_code(static_cast<int32_t>(status.code()));
+  out->set_error_message(std::string(status.message()));
+}
+
+absl::Status CheckReply(const v1::ActionReply& m, const WireShape& shape) {
+  if (m.error_code() != 0) {
+    return absl::Status(static_cast<absl::StatusCode>(m.error_code()),
+                        absl::StrCat("inference refused env ", m.env_id(),
+                                     "'s observation: ", m.error_message()));
+  }
+  const int64_t K = shape.chunk, A = shape.action_dim;
+  if (absl::Status s =
+          CheckTensor(m.actions(), v1::DTYPE_FLOAT32, {K, A}, "reply.actions");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckTensor(m.action_tokens(), v1::DTYPE_UINT8, {K, A},
+                                   "reply.action_tokens");
+      !s.ok()) {
+    return s;
+  }
+  return CheckTensor(m.log_probs(), v1::DTYPE_FLOAT32, {K}, "reply.log_probs");
+}
+
+ActionReply ReplyView(const v1::ActionReply& m) {
+  ActionReply r;
+  r.env = static_cast<int>(m.env_id());
+  r.version = m.policy_version();
+  r.actions = reinterpret_cast<const float*>(m.actions().data().data());
+  r.tokens = reinterpret_cast<const uint8_t*>(m.action_tokens().data().data());
+  r.log_probs = reinterpret_cast<const float*>(m.log_probs().data().data());
+  r.value = m.value();
+  return r;
+}
+
+void EncodeSegment(const RolloutSegment& s, v1::TrajectorySegment* out) {
+  const SegmentShape& sh = s.shape;
+  const WireShape ws{sh.height, sh.width, sh.proprio_dim, sh.chunk,
+                     sh.action_dim};
+  const int64_t n = s.n, rows = s.n + (s.has_bootstrap ? 1 : 0);
+  out->set_env_id(static_cast<uint32_t>(s.env_id));
+  out->set_task_id(static_cast<uint32_t>(s.task));
+  while (out->images_size() < 2) out->add_images();
+  SetImage(out->mutable_images(0), kAgentview, rows, ws, s.agentview.data(),
+           true);
+  SetImage(out->mutable_images(1), kWrist, rows, ws, s.wrist.data(), true);
+  SetTensor(out->mutable_proprio(), v1::DTYPE_FLOAT32, {rows, sh.proprio_dim},
+            s.proprio.data(), sizeof(float) * rows * sh.proprio_dim);
+  SetTensor(out->mutable_action_tokens(), v1::DTYPE_UINT8,
+            {n, sh.chunk, sh.action_dim}, s.tokens.data(),
+            static_cast<size_t>(n * sh.chunk * sh.action_dim));
+  SetTensor(out->mutable_behaviour_log_probs(), v1::DTYPE_FLOAT32,
+            {n, sh.chunk}, s.log_probs.data(), sizeof(float) * n * sh.chunk);
+  SetTensor(out->mutable_values(), v1::DTYPE_FLOAT32, {n}, s.values.data(),
+            sizeof(float) * n);
+  SetTensor(out->mutable_rewards(), v1::DTYPE_FLOAT32, {n}, s.rewards.data(),
+            sizeof(float) * n);
+  SetTensor(out->mutable_dones(), v1::DTYPE_UINT8, {n}, s.terminal.data(),
+            static_cast<size_t>(n));
+  SetTensor(out->mutable_executed(), v1::DTYPE_UINT8, {n}, s.executed.data(),
+            static_cast<size_t>(n));
+  SetTensor(out->mutable_policy_versions(), v1::DTYPE_INT64, {n},
+            s.versions.data(), sizeof(uint64_t) * n);
+  out->set_ends_episode(s.episode_end);
+  out->set_success(s.success);
+  out->set_run_id(s.run_id);
+  out->set_index(s.index);
+  out->set_group(s.group);
+  out->set_decisions(static_cast<uint32_t>(n));
+  out->set_has_bootstrap(s.has_bootstrap);
+  out->set_episode_return(s.episode_return);
+}
+
+absl::Status DecodeSegment(const v1::TrajectorySegment& m,
+                           RolloutSegment* into) {
+  const SegmentShape& sh = into->shape;
+  const int64_t n = m.decisions();
+  if (n < 1 || n > sh.capacity) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "segment.decisions: ", n, " is not in [1, ", sh.capacity, "]"));
+  }
+  const int64_t rows = n + (m.has_bootstrap() ? 1 : 0);
+  if (absl::Status s = CheckImageNames(m, "segment"); !s.ok()) return s;
+  struct Copy {
+    const v1::Tensor* from;
+    void* to;
+  };
+  Copy copies[10];
+  int n_copies = 0;
+  absl::Status status;
+  auto check = [&](const v1::Tensor& t, v1::DType dtype,
+                   std::initializer_list<int64_t> shape, const char* field,
+                   void* to) {
+    if (!status.ok()) return;
+    status = CheckTensor(t, dtype, shape, field);
+    if (status.ok() && dtype == v1::DTYPE_FLOAT32) status = CheckFinite(t, field);
+    copies[n_copies++] = {&t, to};
+  };
+  check(m.images(0).rgb(), v1::DTYPE_UINT8, {rows, sh.height, sh.width, 3},
+        "segment.images[0].rgb", into->agentview.data());
+  check(m.images(1).rgb(), v1::DTYPE_UINT8, {rows, sh.height, sh.width, 3},
+        "segment.images[1].rgb", into->wrist.data());
+  check(m.proprio(), v1::DTYPE_FLOAT32, {rows, sh.proprio_dim},
+        "segment.proprio", into->proprio.data());
+  check(m.action_tokens(), v1::DTYPE_UINT8, {n, sh.chunk, sh.action_dim},
+        "segment.action_tokens", into->tokens.data());
+  check(m.behaviour_log_probs(), v1::DTYPE_FLOAT32, {n, sh.chunk},
+        "segment.behaviour_log_probs", into->log_probs.data());
+  check(m.values(), v1::DTYPE_FLOAT32, {n}, "segment.values",
+        into->values.data());
+  check(m.rewards(), v1::DTYPE_FLOAT32, {n}, "segment.rewards",
+        into->rewards.data());
+  check(m.dones(), v1::DTYPE_UINT8, {n}, "segment.dones",
+        into->terminal.data());
+  check(m.executed(), v1::DTYPE_UINT8, {n}, "segment.executed",
+        into->executed.data());
+  check(m.policy_versions(), v1::DTYPE_INT64, {n}, "segment.policy_versions",
+        into->versions.data());
+  if (!status.ok()) return status;
+  for (int i = 0; i < n_copies; ++i) {
+    std::memcpy(copies[i].to, copies[i].from->data().data(),
+                copies[i].from->data().size());
+  }
+  into->env_id = static_cast<int>(m.env_id());
+  into->task = static_cast<int>(m.task_id());
+  into->run_id = m.run_id();
+  into->index = m.index();
+  into->group = m.group();
+  into->n = static_cast<int>(n);
+  into->has_bootstrap = m.has_bootstrap();
+  into->episode_end = m.ends_episode();
+  into->success = m.success();
+  into->episode_return = m.episode_return();
+  return absl::OkStatus();
+}
+
+}  // namespace rlvla3

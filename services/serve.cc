@@ -1,0 +1,385 @@
+#include "services/serve.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/weight_channel.h"
+#include "services/engine_config.h"
+#include "services/inference/inference_server.h"
+#include "services/learner/learner.h"
+#include "services/net/grpc_common.h"
+#include "services/net/inference_service.h"
+#include "services/net/learner_service.h"
+#include "services/net/observation_client.h"
+#include "services/net/segment_client.h"
+#include "services/net/weight_client.h"
+#include "services/rollout/rollout_worker.h"
+#include "services/train.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr int kExitOk = 0, kExitFailure = 1;
+using Clock = std::chrono::steady_clock;
+
+// What every role process starts from: the policy (its kind, chunk and text
+// length shape everything), every role's options, the network options.
+struct RoleSetup {
+  EngineParts parts;
+  LocalEngineOptions options;
+  NetOptions net;
+  WireShape shape;
+  int workers = 1;     // rollout processes
+  int global_envs = 0;  // workers x env.num_envs
+};
+
+absl::StatusOr<RoleSetup> Setup(const Config& c) {
+  RoleSetup s;
+  torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+  absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
+  if (!parts.ok()) return parts.status();
+  s.parts = *std::move(parts);
+  absl::StatusOr<LocalEngineOptions> o =
+      LocalEngineOptionsFromConfig(c, s.parts);
+  if (!o.ok()) return o.status();
+  s.options = *std::move(o);
+  if (s.options.sync) {
+    return absl::InvalidArgumentError(
+        "run.mode: serve runs the roles asynchronously (sync across "
+        "processes is `bench --placement processes`)");
+  }
+  absl::StatusOr<std::string> token =
+      ReadToken(c.cluster.token_file, "RLVLA3_TOKEN");
+  if (!token.ok()) return token.status();
+  s.net.token = *token;
+  // Message limits from what crosses: a whole segment, a weight chunk.
+  const SegmentShape& sh = s.options.segment_shape;
+  const int64_t segment_bytes =
+      int64_t{sh.capacity + 1} * sh.width * sh.height * 3 * 2 + (1 << 20);
+  s.net.max_message_bytes =
+      std::max<int64_t>(64 << 20, 2 * segment_bytes);
+  s.shape = WireShape{sh.height, sh.width, sh.proprio_dim, sh.chunk,
+                      sh.action_dim};
+  s.workers = static_cast<int>(c.cluster.rollout_workers);
+  s.global_envs = s.workers * s.options.rollout.pool.num_envs;
+  return s;
+}
+
+// Polls every `interval` until `done()` or a signal; calls `tick` each time.
+void RunUntil(double duration_s, double interval_s,
+              const std::function<bool()>& done,
+              const std::function<void()>& tick) {
+  const auto t0 = Clock::now();
+  auto next = t0;
+  const auto step = std::chrono::microseconds(
+      static_cast<int64_t>(std::max(0.05, interval_s) * 1e6));
+  for (;;) {
+    next += step;
+    while (Clock::now() < next && !done() && !StopSignalled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (done() || StopSignalled()) return;
+    if (duration_s > 0 && std::chrono::duration<double>(Clock::now() - t0)
+                                  .count() >= duration_s) {
+      return;
+    }
+    tick();
+  }
+}
+
+void Announce(const char* role, const std::string& listen, int port) {
+  const std::string host = listen.substr(0, listen.rfind(':'));
+  std::printf("%s: serving on %s:%d\n", role, host.c_str(), port);
+  std::fflush(stdout);
+}
+
+int Fail(const char* role, const absl::Status& s) {
+  spdlog::error("{}: {}", role, s.ToString());
+  return kExitFailure;
+}
+
+int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
+  MetricsRegistry metrics;
+  StageTimeline timeline(false);
+  LocalWeightChannel<Policy> weights;
+  LearnerServiceOptions so;
+  so.shape = s.options.segment_shape;
+  so.segment_count = s.options.segment_count * s.workers;
+  LearnerService service(so, s.net, &weights, &metrics);
+  LearnerRoleOptions lo = s.options.learner;
+  lo.core.global_units *= s.workers;
+  Learner learner(s.parts.policy, lo, s.parts.version, &service, &weights,
+                  &metrics, &timeline);
+  Counter& trained = metrics.counter("trained_samples");
+  Counter& steps = metrics.counter("optimizer_steps");
+  std::atomic<double> rate{0};
+  service.SetStatusSource([&](v1::RoleStatus* st) {
+    st->set_trained_samples(trained.value());
+    st->set_optimizer_steps(steps.value());
+    st->set_trained_samples_per_s(rate.load());
+  });
+  absl::StatusOr<std::unique_ptr<RoleServer>> server =
+      RoleServer::Start(f.listen, s.net, {service.service()});
+  if (!server.ok()) return Fail("learner", server.status());
+  learner.Start([&service] { service.Close(); },
+                [](const LearnerStepStats&) {});
+  Announce("learner", f.listen, (*server)->port());
+  spdlog::info("learner: global batch {} from {} rollout worker(s)",
+               lo.core.global_units, s.workers);
+  uint64_t last = 0;
+  auto t_last = Clock::now();
+  RunUntil(
+      f.duration_s, c.metrics.interval_s,
+      [&] { return learner.stopping() || learner.done(); },
+      [&] {
+        const auto now = Clock::now();
+        const double dt = std::chrono::duration<double>(now - t_last).count();
+        const uint64_t n = trained.value();
+        rate.store(dt > 0 ? (n - last) / dt : 0);
+        last = n;
+        t_last = now;
+        spdlog::info("learner: version {}, {} steps, {} samples ({:.0f}/s), "
+                     "{} segments waiting",
+                     learner.version(), steps.value(), n, rate.load(),
+                     service.depth());
+      });
+  (*server)->Shutdown(absl::Seconds(1));
+  service.Close();
+  learner.Stop();
+  const absl::Status st = learner.Wait();
+  if (!st.ok()) return Fail("learner", st);
+  spdlog::info("learner: stopped at version {} after {} optimizer steps",
+               learner.version(), steps.value());
+  return kExitOk;
+}
+
+int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
+  if (f.learner.empty()) {
+    return Fail("inference", absl::InvalidArgumentError("needs --learner"));
+  }
+  MetricsRegistry metrics;
+  StageTimeline timeline(false);
+  LocalWeightChannel<Policy> weights;
+  InferenceServiceOptions so;
+  so.shape = s.shape;
+  so.num_envs = s.global_envs;
+  so.num_tasks = static_cast<int>(s.options.inference.text.size(0));
+  so.request_queue = s.options.request_queue;
+  so.request_queue.capacity =
+      std::max<size_t>(so.request_queue.capacity, size_t(s.global_envs));
+  InferenceService service(so, s.net, &metrics);
+  service.SetStatusSource(
+      [&](v1::RoleStatus* st) { st->set_policy_version(weights.version()); });
+  // Weights come from the learner only: the server starts serving with the
+  // learner's first version, loaded into a copy of this process's policy.
+  std::shared_ptr<TrainablePolicy> base = s.parts.policy;
+  WeightSubscriber::Callbacks cb;
+  cb.on_weights = [&weights, base](AssembledWeights w) -> absl::Status {
+    std::shared_ptr<TrainablePolicy> p = base->Snapshot(w.version);
+    if (absl::Status st = p->LoadState(w.state); !st.ok()) return st;
+    weights.Publish(p, w.version);
+    return absl::OkStatus();
+  };
+  absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub = WeightSubscriber::Start(
+      {f.learner, false, base->kind(), 0}, s.net, std::move(cb));
+  if (!sub.ok()) return Fail("inference", sub.status());
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (weights.Latest().value == nullptr) {
+    if (!(*sub)->status().ok()) return Fail("inference", (*sub)->status());
+    if (Clock::now() > deadline || StopSignalled()) {
+      return Fail("inference", absl::DeadlineExceededError(
+                                   "no weights from the learner in 60 s"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  InferenceServer role(s.options.inference, &service, &weights, &metrics,
+                       &timeline);
+  role.Start([&service] { service.Close(); });
+  absl::StatusOr<std::unique_ptr<RoleServer>> server =
+      RoleServer::Start(f.listen, s.net, {service.service()});
+  if (!server.ok()) {
+    role.Stop();
+    service.Close();
+    if (absl::Status st = role.Wait(); !st.ok()) {
+      spdlog::warn("inference: {}", st.ToString());
+    }
+    return Fail("inference", server.status());
+  }
+  Announce("inference", f.listen, (*server)->port());
+  Counter& served = metrics.counter("observations_served");
+  uint64_t last = 0;
+  absl::Status last_weights_error;
+  RunUntil(
+      f.duration_s, c.metrics.interval_s, [&] { return role.stopping(); },
+      [&] {
+        const uint64_t n = served.value();
+        spdlog::info("inference: version {}, {} observations (+{})",
+                     weights.version(), n, n - last);
+        last = n;
+        const absl::Status ws = (*sub)->status();
+        if (!ws.ok() && ws.ToString() != last_weights_error.ToString()) {
+          spdlog::warn("inference: {}", ws.ToString());
+        }
+        last_weights_error = ws;
+      });
+  (*server)->Shutdown(absl::Seconds(1));
+  (*sub)->Stop();
+  role.Stop();
+  service.Close();
+  const absl::Status st = role.Wait();
+  if (!st.ok()) return Fail("inference", st);
+  return kExitOk;
+}
+
+// RolloutControl: status and a Stop that ends the process's run loop.
+class RolloutControlService final : public v1::RolloutControl::CallbackService {
+ public:
+  RolloutControlService(const NetOptions& net,
+                        std::function<void(v1::RoleStatus*)> fill)
+      : net_(net), fill_(std::move(fill)) {}
+  bool stop_requested() const { return stop_.load(); }
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const v1::StatusRequest*,
+                                      v1::RoleStatus* out) override {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    grpc::Status auth = CheckToken(ctx, net_);
+    if (auth.ok()) fill_(out);
+    r->Finish(auth);
+    return r;
+  }
+  grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* ctx,
+                                 const v1::RolloutStopRequest*,
+                                 v1::RoleStatus* out) override {
+    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+    grpc::Status auth = CheckToken(ctx, net_);
+    if (auth.ok()) {
+      stop_.store(true);
+      fill_(out);
+    }
+    r->Finish(auth);
+    return r;
+  }
+
+ private:
+  NetOptions net_;
+  std::function<void(v1::RoleStatus*)> fill_;
+  std::atomic<bool> stop_{false};
+};
+
+int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
+  if (f.learner.empty() || f.inference.empty()) {
+    return Fail("rollout", absl::InvalidArgumentError(
+                               "needs --learner and --inference"));
+  }
+  if (f.worker < 0 || f.worker >= s.workers) {
+    return Fail("rollout", absl::InvalidArgumentError(absl::StrCat(
+                               "--worker ", f.worker, " is not below "
+                               "cluster.rollout_workers ", s.workers)));
+  }
+  RolloutWorkerOptions ro = s.options.rollout;
+  const int envs = ro.pool.num_envs;
+  const int offset = f.worker * envs;
+  ro.pool.seed += static_cast<uint64_t>(offset);  // env i: seed + global id
+  ro.seed += static_cast<uint64_t>(offset);
+  // A fresh incarnation id per process start (SEED RL): the learner tells a
+  // restarted worker's segments apart.
+  ro.run_id = std::random_device{}() ^
+              static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  MetricsRegistry metrics;
+  StageTimeline timeline(false);
+  absl::StatusOr<std::unique_ptr<GrpcObservationChannel>> obs =
+      GrpcObservationChannel::Create({f.inference, offset, envs, s.shape},
+                                     s.net);
+  if (!obs.ok()) return Fail("rollout", obs.status());
+  SegmentClientOptions sc;
+  sc.target = f.learner;
+  sc.shape = s.options.segment_shape;
+  sc.pool = 2 * envs + 4;
+  sc.in_flight = 4;
+  absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> seg =
+      GrpcSegmentChannel::Create(sc, s.net);
+  if (!seg.ok()) return Fail("rollout", seg.status());
+  absl::StatusOr<std::unique_ptr<RolloutWorker>> worker =
+      RolloutWorker::Create(ro, obs->get(), seg->get(), &metrics, &timeline);
+  if (!worker.ok()) return Fail("rollout", worker.status());
+  RolloutWorker* w = worker->get();
+  WeightSubscriber::Callbacks cb;
+  cb.on_version = [w](uint64_t v) { w->OnPolicyVersion(v); };
+  absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub = WeightSubscriber::Start(
+      {f.learner, true, s.parts.policy->kind(), ro.base_version}, s.net,
+      std::move(cb));
+  if (!sub.ok()) return Fail("rollout", sub.status());
+  Counter& frames = metrics.counter("env_frames");
+  Counter& episodes = metrics.counter("episodes");
+  Counter& successes = metrics.counter("successes");
+  const auto t0 = Clock::now();
+  RolloutControlService control(s.net, [&](v1::RoleStatus* st) {
+    st->set_role("rollout");
+    st->set_running(w->status().ok());
+    st->set_policy_version((*sub)->version());
+    st->set_uptime_s(
+        std::chrono::duration<double>(Clock::now() - t0).count());
+    st->set_env_frames(frames.value());
+    st->set_episodes(episodes.value());
+    st->set_successes(successes.value());
+    if (!w->status().ok()) st->set_error(w->status().ToString());
+  });
+  absl::StatusOr<std::unique_ptr<RoleServer>> server =
+      RoleServer::Start(f.listen, s.net, {&control});
+  if (!server.ok()) return Fail("rollout", server.status());
+  w->Start();
+  Announce("rollout", f.listen, (*server)->port());
+  absl::Status failure;
+  auto check = [&] {
+    for (const absl::Status& st :
+         {w->status(), (*obs)->status(), (*seg)->status()}) {
+      if (!st.ok()) {
+        failure = st;
+        return true;
+      }
+    }
+    return control.stop_requested();
+  };
+  uint64_t last = 0;
+  RunUntil(f.duration_s, c.metrics.interval_s, check, [&] {
+    const uint64_t n = frames.value();
+    spdlog::info("rollout {}: {} frames (+{}), {} episodes, {} successes, "
+                 "version {}",
+                 f.worker, n, n - last, episodes.value(), successes.value(),
+                 (*sub)->version());
+    last = n;
+  });
+  w->Stop();
+  (*obs)->Close();
+  (*seg)->Close();
+  (*sub)->Stop();
+  (*server)->Shutdown(absl::Seconds(1));
+  if (!failure.ok()) return Fail("rollout", failure);
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunServe(const Config& c, const ServeFlags& flags) {
+  absl::StatusOr<RoleSetup> s = Setup(c);
+  if (!s.ok()) return Fail(flags.role.c_str(), s.status());
+  InstallStopSignalHandlers();
+  if (flags.role == "learner") return ServeLearner(c, flags, *s);
+  if (flags.role == "inference") return ServeInference(c, flags, *s);
+  if (flags.role == "rollout") return ServeRollout(c, flags, *s);
+  return Fail("serve", absl::InvalidArgumentError(
+                           "role must be learner, inference or rollout"));
+}
+
+}  // namespace rlvla3
