@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace rlvla3 {
 namespace {
@@ -102,6 +103,19 @@ grpc::Status CheckToken(const grpc::CallbackServerContext* ctx,
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "missing or wrong shared token (metadata "
                       "\"authorization: Bearer TOKEN\")");
+}
+
+absl::StatusOr<std::string> CheckHealth(const std::string& target,
+                                        const NetOptions& net) {
+  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(target, net));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, net, net.call_timeout);
+  grpc::health::v1::HealthCheckRequest req;
+  grpc::health::v1::HealthCheckResponse resp;
+  const grpc::Status s = stub->Check(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpcStatus(s, absl::StrCat("health of ", target));
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+      resp.status());
 }
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {

@@ -60,6 +60,11 @@ absl::Status WaitForConnected(grpc::Channel* channel, const std::string& target,
 grpc::Status CheckToken(const grpc::CallbackServerContext* ctx,
                         const NetOptions& net);
 
+// grpc.health.v1 Check of `target` (the whole server): "SERVING",
+// "NOT_SERVING", ..., or the call's error.
+absl::StatusOr<std::string> CheckHealth(const std::string& target,
+                                        const NetOptions& net);
+
 grpc::Status ToGrpcStatus(const absl::Status& s);
 absl::Status FromGrpcStatus(const grpc::Status& s, const std::string& what);
 

@@ -1,0 +1,214 @@
+// Starts the three roles as real `rl-vla3 serve` processes on loopback, with
+// a shared token, and checks what a user of the services relies on: they
+// train together, answer standard health checks, refuse calls without the
+// token, answer a malformed observation with INVALID_ARGUMENT naming the
+// field while serving everyone else, and stop cleanly on SIGTERM.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "services/net/grpc_common.h"
+#include "services/net/wire_format.h"
+#include "tests/services/net/role_process.h"
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+using testutil::RoleProcess;
+
+constexpr char kToken[] = "serve-test-token-1234";
+
+std::vector<std::string> ConfigArgs() {
+  return {"--config",
+          RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+          "--set",
+          "env.num_envs=4",
+          "--set",
+          "rl.rollouts_per_step=1",
+          "--set",
+          "metrics.interval_s=1"};
+}
+
+class ServeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testutil::TestDir;
+    const std::vector<std::string> env = {std::string("RLVLA3_TOKEN=") + kToken};
+    auto args = [](std::vector<std::string> a) {
+      std::vector<std::string> c = ConfigArgs();
+      a.insert(a.end(), c.begin(), c.end());
+      return a;
+    };
+    learner_ = new RoleProcess(
+        RLVLA3_BINARY, args({"serve", "learner", "--listen", "127.0.0.1:0"}),
+        env, dir_->File("learner"));
+    ASSERT_TRUE(learner_->WaitReady(120)) << learner_->Log();
+    inference_ = new RoleProcess(
+        RLVLA3_BINARY,
+        args({"serve", "inference", "--listen", "127.0.0.1:0", "--learner",
+              learner_->address()}),
+        env, dir_->File("inference"));
+    ASSERT_TRUE(inference_->WaitReady(120)) << inference_->Log();
+    // A second inference server no worker uses: every env id is free for the
+    // test's own observations.
+    spare_inference_ = new RoleProcess(
+        RLVLA3_BINARY,
+        args({"serve", "inference", "--listen", "127.0.0.1:0", "--learner",
+              learner_->address()}),
+        env, dir_->File("spare_inference"));
+    ASSERT_TRUE(spare_inference_->WaitReady(120)) << spare_inference_->Log();
+    rollout_ = new RoleProcess(
+        RLVLA3_BINARY,
+        args({"serve", "rollout", "--listen", "127.0.0.1:0", "--learner",
+              learner_->address(), "--inference", inference_->address(),
+              "--worker", "0"}),
+        env, dir_->File("rollout"));
+    ASSERT_TRUE(rollout_->WaitReady(120)) << rollout_->Log();
+  }
+  static void TearDownTestSuite() {
+    delete rollout_;
+    delete inference_;
+    delete spare_inference_;
+    delete learner_;
+    delete dir_;
+  }
+
+  static NetOptions Net(bool with_token = true) {
+    NetOptions n;
+    if (with_token) n.token = kToken;
+    return n;
+  }
+  template <typename Stub>
+  static absl::StatusOr<v1::RoleStatus> Status(const std::string& target,
+                                               bool with_token = true) {
+    auto stub = Stub::NewStub(MakeChannel(target, Net()));
+    grpc::ClientContext ctx;
+    PrepareContext(&ctx, Net(with_token), absl::Seconds(5));
+    v1::RoleStatus out;
+    const grpc::Status s = stub->GetStatus(&ctx, v1::StatusRequest(), &out);
+    if (!s.ok()) return FromGrpcStatus(s, target);
+    return out;
+  }
+
+  static testutil::TestDir* dir_;
+  static RoleProcess* learner_;
+  static RoleProcess* inference_;
+  static RoleProcess* spare_inference_;
+  static RoleProcess* rollout_;
+};
+
+testutil::TestDir* ServeTest::dir_ = nullptr;
+RoleProcess* ServeTest::learner_ = nullptr;
+RoleProcess* ServeTest::inference_ = nullptr;
+RoleProcess* ServeTest::spare_inference_ = nullptr;
+RoleProcess* ServeTest::rollout_ = nullptr;
+
+TEST_F(ServeTest, HealthChecksAnswerServing) {
+  for (RoleProcess* p : {learner_, inference_, spare_inference_, rollout_}) {
+    // Health is open to probes: no token.
+    absl::StatusOr<std::string> h = CheckHealth(p->address(), Net(false));
+    ASSERT_TRUE(h.ok()) << h.status();
+    EXPECT_EQ(*h, "SERVING") << p->address();
+  }
+}
+
+TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  uint64_t steps = 0, rollout_version = 0, inference_version = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    auto l = Status<v1::Learner>(learner_->address());
+    auto i = Status<v1::Inference>(inference_->address());
+    auto r = Status<v1::RolloutControl>(rollout_->address());
+    ASSERT_TRUE(l.ok() && i.ok() && r.ok())
+        << l.status() << i.status() << r.status() << rollout_->Log();
+    steps = l->optimizer_steps();
+    inference_version = i->policy_version();
+    rollout_version = r->policy_version();
+    if (steps >= 2 && inference_version >= 1 && rollout_version >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_GE(steps, 2u) << learner_->Log();
+  EXPECT_GE(inference_version, 1u) << inference_->Log();
+  EXPECT_GE(rollout_version, 1u) << rollout_->Log();
+}
+
+TEST_F(ServeTest, CallWithoutTokenIsUnauthenticated) {
+  auto s = Status<v1::Learner>(learner_->address(), /*with_token=*/false);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kUnauthenticated);
+  auto ok = Status<v1::Learner>(learner_->address());
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
+  auto stub =
+      v1::Inference::NewStub(MakeChannel(spare_inference_->address(), Net()));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, Net(), absl::Seconds(60));
+  auto stream = stub->Act(&ctx);
+  const WireShape shape{64, 64, 8, 4, 7};
+  std::vector<uint8_t> image(64 * 64 * 3, 128);
+  std::vector<float> proprio(8, 0.1f);
+  ObservationRequest r{0, 0, image.data(), image.data(), proprio.data(), 0};
+  v1::Observation good;
+  EncodeObservation(r, 2, shape, &good);
+
+  v1::Observation nan = good;
+  nan.set_env_id(0);
+  float bad = std::numeric_limits<float>::quiet_NaN();
+  nan.mutable_proprio()->mutable_data()->replace(8, 4,
+                                                 reinterpret_cast<char*>(&bad), 4);
+  v1::Observation small = good;
+  small.set_env_id(1);
+  small.mutable_images(0)->mutable_rgb()->set_shape(0, 32);
+  v1::Observation wrong_env = good;
+  wrong_env.set_env_id(1000);
+
+  v1::ActionReply reply;
+  ASSERT_TRUE(stream->Write(nan));
+  ASSERT_TRUE(stream->Read(&reply));
+  EXPECT_EQ(reply.error_code(), 3);  // INVALID_ARGUMENT
+  EXPECT_NE(reply.error_message().find("observation.proprio"), std::string::npos)
+      << reply.error_message();
+  ASSERT_TRUE(stream->Write(small));
+  ASSERT_TRUE(stream->Read(&reply));
+  EXPECT_EQ(reply.error_code(), 3);
+  EXPECT_NE(reply.error_message().find("observation.images[0].rgb"),
+            std::string::npos)
+      << reply.error_message();
+  ASSERT_TRUE(stream->Write(wrong_env));
+  ASSERT_TRUE(stream->Read(&reply));
+  EXPECT_EQ(reply.error_code(), 3);
+  EXPECT_NE(reply.error_message().find("observation.env_id"), std::string::npos);
+  // The same stream, a well-formed observation: served.
+  ASSERT_TRUE(stream->Write(good));
+  ASSERT_TRUE(stream->Read(&reply));
+  EXPECT_EQ(reply.error_code(), 0) << reply.error_message();
+  EXPECT_EQ(reply.env_id(), 2u);
+  EXPECT_TRUE(CheckReply(reply, shape).ok()) << CheckReply(reply, shape);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+  // Every other client kept being served: the rollout worker still steps.
+  EXPECT_TRUE(spare_inference_->running());
+  auto before = Status<v1::RolloutControl>(rollout_->address());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  auto after = Status<v1::RolloutControl>(rollout_->address());
+  ASSERT_TRUE(before.ok() && after.ok());
+  EXPECT_GT(after->env_frames(), before->env_frames()) << rollout_->Log();
+  EXPECT_TRUE(inference_->running());
+}
+
+TEST_F(ServeTest, RolesStopCleanlyOnSigterm) {
+  for (RoleProcess* p : {rollout_, inference_, spare_inference_, learner_}) {
+    p->Signal(SIGTERM);
+    EXPECT_EQ(p->Wait(), 0) << p->Log();
+  }
+}
+
+}  // namespace
+}  // namespace rlvla3
