@@ -1,0 +1,170 @@
+// The channels' wire formats: segments round-trip exactly and malformed ones
+// are refused naming the field; weights round-trip across chunks into another
+// policy, and a wrong kind, a corrupted byte or a different architecture is
+// refused with an error that says which.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "policies/tiny_vla_policy.h"
+#include "rlvla3/v1/rollout.pb.h"
+#include "services/net/weight_codec.h"
+#include "services/net/wire_format.h"
+
+namespace rlvla3 {
+namespace {
+
+SegmentShape Shape() {
+  SegmentShape s;
+  s.width = 8;
+  s.height = 6;
+  s.chunk = 3;
+  s.capacity = 5;
+  return s;
+}
+
+void Fill(RolloutSegment* s, int n, bool bootstrap) {
+  s->n = n;
+  s->has_bootstrap = bootstrap;
+  for (size_t i = 0; i < s->agentview.size(); ++i) {
+    s->agentview[i] = uint8_t(i * 7);
+    s->wrist[i] = uint8_t(i * 13 + 1);
+  }
+  for (size_t i = 0; i < s->proprio.size(); ++i) s->proprio[i] = 0.5f * i;
+  for (size_t i = 0; i < s->tokens.size(); ++i) s->tokens[i] = uint8_t(i);
+  for (size_t i = 0; i < s->log_probs.size(); ++i) s->log_probs[i] = -0.1f * i;
+  for (int t = 0; t < n; ++t) {
+    s->values[t] = 0.25f * t;
+    s->rewards[t] = t == n - 1 ? 1.0f : 0.0f;
+    s->terminal[t] = t == n - 1;
+    s->executed[t] = uint8_t(1 + t % 3);
+    s->versions[t] = 40 + t;
+  }
+  s->env_id = 3;
+  s->task = 2;
+  s->run_id = 0xabcdef;
+  s->index = 9;
+  s->group = 77;
+  s->episode_end = true;
+  s->success = true;
+  s->episode_return = 1.0f;
+}
+
+TEST(WireFormat, SegmentRoundTripsExactly) {
+  RolloutSegment a(Shape()), b(Shape());
+  Fill(&a, 4, /*bootstrap=*/true);
+  v1::TrajectorySegment m;
+  EncodeSegment(a, &m);
+  ASSERT_TRUE(DecodeSegment(m, &b).ok()) << DecodeSegment(m, &b);
+  const size_t rows = 5 * a.image_bytes;  // n + bootstrap
+  EXPECT_TRUE(std::equal(a.agentview.begin(), a.agentview.begin() + rows,
+                         b.agentview.begin()));
+  EXPECT_TRUE(std::equal(a.wrist.begin(), a.wrist.begin() + rows,
+                         b.wrist.begin()));
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_EQ(a.values[t], b.values[t]);
+    EXPECT_EQ(a.rewards[t], b.rewards[t]);
+    EXPECT_EQ(a.terminal[t], b.terminal[t]);
+    EXPECT_EQ(a.executed[t], b.executed[t]);
+    EXPECT_EQ(a.versions[t], b.versions[t]);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(a.log_probs_at(t)[k], b.log_probs_at(t)[k]);
+    }
+    EXPECT_EQ(0, std::memcmp(a.tokens_at(t), b.tokens_at(t), 3 * 7));
+  }
+  EXPECT_EQ(b.n, 4);
+  EXPECT_TRUE(b.has_bootstrap);
+  EXPECT_EQ(b.run_id, 0xabcdefu);
+  EXPECT_EQ(b.index, 9);
+  EXPECT_EQ(b.group, 77u);
+  EXPECT_EQ(b.env_id, 3);
+  EXPECT_EQ(b.task, 2);
+  EXPECT_TRUE(b.episode_end && b.success);
+}
+
+TEST(WireFormat, MalformedSegmentIsRefusedNamingTheField) {
+  RolloutSegment a(Shape()), b(Shape());
+  Fill(&a, 4, true);
+  v1::TrajectorySegment m;
+  EncodeSegment(a, &m);
+  v1::TrajectorySegment wrong = m;
+  wrong.mutable_action_tokens()->set_shape(1, 4);
+  absl::Status s = DecodeSegment(wrong, &b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("segment.action_tokens"), std::string::npos) << s;
+
+  v1::TrajectorySegment nan = m;
+  const float bad = std::numeric_limits<float>::infinity();
+  nan.mutable_rewards()->mutable_data()->replace(0, 4,
+                                                 reinterpret_cast<const char*>(&bad), 4);
+  s = DecodeSegment(nan, &b);
+  EXPECT_NE(s.message().find("segment.rewards"), std::string::npos) << s;
+
+  v1::TrajectorySegment too_long = m;
+  too_long.set_decisions(6);  // capacity 5
+  s = DecodeSegment(too_long, &b);
+  EXPECT_NE(s.message().find("segment.decisions"), std::string::npos) << s;
+}
+
+TinyVLAOptions Small(int64_t d_model = 32) {
+  return TinyVLAOptions()
+      .vocab_size(20)
+      .d_model(d_model)
+      .heads(2)
+      .layers(1)
+      .grid(2)
+      .stem_channels(8);
+}
+
+TEST(WeightCodec, WeightsRoundTripAcrossChunksIntoAnotherPolicy) {
+  torch::manual_seed(1);
+  TinyVLAPolicy a(TinyVLA(Small()), 0);
+  torch::manual_seed(2);
+  TinyVLAPolicy b(TinyVLA(Small()), 0);
+  auto chunks = EncodeWeights(a.State(), a.kind(), 5, /*chunk_bytes=*/4096);
+  ASSERT_TRUE(chunks.ok()) << chunks.status();
+  ASSERT_GT(chunks->size(), 3u);  // really chunked
+  WeightAssembler asm_("tiny_vla");
+  for (const auto& c : *chunks) ASSERT_TRUE(asm_.Add(c).ok());
+  ASSERT_TRUE(asm_.complete());
+  absl::StatusOr<AssembledWeights> w = asm_.Take();
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->version, 5u);
+  ASSERT_TRUE(b.LoadState(w->state).ok());
+  auto sa = a.State(), sb = b.State();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_TRUE(torch::equal(sa[i].second, sb[i].second)) << sa[i].first;
+  }
+}
+
+TEST(WeightCodec, WrongKindCorruptionAndArchitectureAreRefused) {
+  torch::manual_seed(1);
+  TinyVLAPolicy a(TinyVLA(Small()), 0);
+  auto chunks = EncodeWeights(a.State(), a.kind(), 5, 1 << 20);
+  ASSERT_TRUE(chunks.ok());
+  WeightAssembler other("torchscript");
+  absl::Status s = other.Add((*chunks)[0]);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("'tiny_vla'"), std::string::npos) << s;
+
+  v1::WeightUpdate corrupt = (*chunks)[0];
+  std::string* data =
+      corrupt.mutable_tensors(0)->mutable_tensor()->mutable_data();
+  (*data)[0] = static_cast<char>((*data)[0] ^ 0x40);
+  WeightAssembler check("tiny_vla");
+  ASSERT_TRUE(check.Add(corrupt).ok());
+  absl::StatusOr<AssembledWeights> w = check.Take();
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kDataLoss);
+
+  TinyVLAPolicy wide(TinyVLA(Small(/*d_model=*/48)), 0);
+  WeightAssembler ok("tiny_vla");
+  ASSERT_TRUE(ok.Add((*chunks)[0]).ok());
+  w = ok.Take();
+  ASSERT_TRUE(w.ok());
+  s = wide.LoadState(w->state);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("weights: '"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace rlvla3
