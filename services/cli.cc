@@ -8,6 +8,8 @@
 #include <fstream>
 #include <optional>
 
+#include <unistd.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -28,6 +30,7 @@
 #include "services/config_bridge.h"
 #include "services/expert_eval.h"
 #include "services/selfcheck.h"
+#include "services/local_cluster.h"
 #include "services/serve.h"
 #include "services/sft.h"
 #include "services/train.h"
@@ -58,6 +61,8 @@ constexpr char kUsage[] =
     "                 a checkpoint's success rate per task\n"
     "  train          [--mode sync|async] [--init-checkpoint DIR]\n"
     "  serve ROLE     one role as a gRPC service (learner|inference|rollout)\n"
+    "  up --local     every role as a process on this machine; down --local\n"
+    "  status         health, version and throughput of every role\n"
     "                 RL post-training: env pool, inference actors, learner\n"
     "  bench          --config FILE [--duration SECONDS] [--json PATH]\n"
     "                 each stage alone, then sync vs async side by side\n"
@@ -131,6 +136,18 @@ constexpr VerbHelp kVerbHelp[] = {
      "cluster.rollout_workers)\n"
      "  --duration S         stop after S seconds (default: until signalled)\n"
      "  token: cluster.token_file, else env RLVLA3_TOKEN (never logged)\n"},
+    {"up",
+     "--local: start every role of the run as a process on this machine\n"
+     "(1 learner, cluster.inference_servers, cluster.rollout_workers), wait\n"
+     "until all are healthy, print one progress line per metrics interval,\n"
+     "restart inference/rollout processes that exit; Ctrl-C stops them all\n"
+     "  --local              required (Kubernetes: see the README)\n"
+     "  --duration S         stop after S seconds (default: until stopped)\n"
+     "  logs: RUN_DIR/logs/ROLE.log\n"},
+    {"down", "--local: stop the run that `up --local` started (same config)\n"},
+    {"status",
+     "health, policy version and throughput of every role of the run (the\n"
+     "addresses the config lays out); exit 1 unless all are SERVING\n"},
     {"version", "print the version\n"},
 };
 
@@ -519,6 +536,67 @@ int VerbServe(const std::string& role, const CommonFlags& f) {
   return RunServe(*c, s);
 }
 
+// The network options of a run's clients (the shared token, if any).
+std::optional<NetOptions> ClientNet(const Config& c) {
+  absl::StatusOr<std::string> token =
+      ReadToken(c.cluster.token_file, "RLVLA3_TOKEN");
+  if (!token.ok()) {
+    std::fprintf(stderr, "rl-vla3: %s\n", token.status().ToString().c_str());
+    return std::nullopt;
+  }
+  NetOptions n;
+  n.token = *token;
+  return n;
+}
+
+int VerbUpDown(const std::string& verb, bool local, const CommonFlags& f) {
+  if (!local) {
+    std::fprintf(stderr,
+                 "rl-vla3 %s: only --local is available here (every role as "
+                 "a process on this machine)\n",
+                 verb.c_str());
+    return kExitUsage;
+  }
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  const std::string run_dir = c->run.out_dir + "/" + c->run.name;
+  if (verb == "down") return RunDownLocal(run_dir);
+  absl::StatusOr<std::string> dir = MakeRunDir(*c);
+  auto net = ClientNet(*c);
+  if (!dir.ok() || !net) {
+    if (!dir.ok()) spdlog::error("up: {}", dir.status().ToString());
+    return kExitFailure;
+  }
+  UpLocalOptions o;
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) {
+    spdlog::error("up: cannot find the rl-vla3 executable (/proc/self/exe)");
+    return kExitFailure;
+  }
+  o.binary.assign(self, static_cast<size_t>(n));
+  o.config_path = *dir + "/config.yaml";
+  o.run_dir = *dir;
+  o.layout = LayoutFromConfig(c->cluster);
+  o.interval_s = c->metrics.interval_s;
+  o.role_timeout_s = c->cluster.role_timeout_s;
+  o.net = *net;
+  if (!absl::SimpleAtod(f.Get("--duration", "0"), &o.duration_s)) {
+    std::fprintf(stderr, "rl-vla3 up: --duration takes seconds\n");
+    return kExitUsage;
+  }
+  return RunUpLocal(o);
+}
+
+int VerbStatus(const CommonFlags& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  auto net = ClientNet(*c);
+  if (!net) return kExitFailure;
+  return RunStatus(LayoutFromConfig(c->cluster), *net);
+}
+
 int VerbBench(const CommonFlags& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
@@ -614,6 +692,19 @@ int RunCli(const std::vector<std::string>& args) {
         {"--listen", "--learner", "--inference", "--worker", "--duration"});
     return flags ? VerbServe(args[1], *flags) : kExitUsage;
   }
+  if (verb == "up" || verb == "down") {
+    std::vector<std::string> rest;
+    bool local = false;
+    for (const std::string& a : args) {
+      if (a == "--local") {
+        local = true;
+      } else {
+        rest.push_back(a);
+      }
+    }
+    auto flags = ParseFlags(rest, 1, {"--duration"});
+    return flags ? VerbUpDown(verb, local, *flags) : kExitUsage;
+  }
   if (verb == "render") {
     auto flags = ParseFlags(args, 1, {"--task", "--init", "--out"});
     return flags ? VerbRender(*flags) : kExitUsage;
@@ -630,6 +721,7 @@ int RunCli(const std::vector<std::string>& args) {
   if (!flags) return kExitUsage;
   if (verb == "config") return VerbConfig(*flags);
   if (verb == "selfcheck") return VerbSelfCheck(*flags);
+  if (verb == "status") return VerbStatus(*flags);
   std::fprintf(stderr, "rl-vla3: unknown verb '%s'\n%s", verb.c_str(), kUsage);
   return kExitUsage;
 }

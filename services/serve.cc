@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -324,7 +325,19 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   Counter& episodes = metrics.counter("episodes");
   Counter& successes = metrics.counter("successes");
   const auto t0 = Clock::now();
+  std::mutex rate_mu;
+  auto rate_t = t0;
+  uint64_t rate_frames = 0;
   RolloutControlService control(s.net, [&](v1::RoleStatus* st) {
+    {
+      std::lock_guard<std::mutex> lock(rate_mu);
+      const auto now = Clock::now();
+      const double dt = std::chrono::duration<double>(now - rate_t).count();
+      const uint64_t n = frames.value();
+      st->set_env_frames_per_s(dt > 0 ? (n - rate_frames) / dt : 0);
+      rate_t = now;
+      rate_frames = n;
+    }
     st->set_role("rollout");
     st->set_running(w->status().ok());
     st->set_policy_version((*sub)->version());

@@ -1,0 +1,371 @@
+#include "services/local_cluster.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/text_file.h"
+#include "services/child_process.h"
+#include "services/train.h"
+
+namespace rlvla3 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kExitOk = 0, kExitFailure = 1;
+
+enum class Role { kLearner, kInference, kRollout };
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kLearner:
+      return "learner";
+    case Role::kInference:
+      return "inference";
+    case Role::kRollout:
+      return "rollout";
+  }
+  return "?";
+}
+
+absl::StatusOr<v1::RoleStatus> QueryStatus(Role role, const std::string& target,
+                                           const NetOptions& net) {
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, net, net.call_timeout);
+  v1::RoleStatus out;
+  grpc::Status s;
+  auto ch = MakeChannel(target, net);
+  v1::StatusRequest req;
+  switch (role) {
+    case Role::kLearner:
+      s = v1::Learner::NewStub(ch)->GetStatus(&ctx, req, &out);
+      break;
+    case Role::kInference:
+      s = v1::Inference::NewStub(ch)->GetStatus(&ctx, req, &out);
+      break;
+    case Role::kRollout:
+      s = v1::RolloutControl::NewStub(ch)->GetStatus(&ctx, req, &out);
+      break;
+  }
+  if (!s.ok()) return FromGrpcStatus(s, target);
+  return out;
+}
+
+// One supervised role process.
+struct Member {
+  Role role;
+  int index = 0;
+  std::string address;
+  std::unique_ptr<ChildProcess> process;
+  int restarts = 0;
+  Clock::time_point restart_at{};
+  bool waiting_restart = false;
+  Clock::time_point last_heard = Clock::now();
+  v1::RoleStatus status;
+  std::string label() const {
+    return role == Role::kLearner ? "learner"
+                                  : absl::StrCat(RoleName(role), " ", index);
+  }
+};
+
+// Waits until `m` answers SERVING (or exits, or `timeout_s` passes).
+absl::Status WaitHealthy(Member& m, const NetOptions& net, double timeout_s) {
+  const auto end = Clock::now() + std::chrono::milliseconds(
+                                      static_cast<int64_t>(timeout_s * 1000));
+  NetOptions quick = net;
+  quick.call_timeout = absl::Seconds(1);
+  while (Clock::now() < end) {
+    if (m.process->Poll()) {
+      return absl::UnavailableError(absl::StrCat(
+          m.label(), " exited (", m.process->HowItEnded(), ") before serving; see ",
+          m.process->log_path()));
+    }
+    absl::StatusOr<std::string> h = CheckHealth(m.address, quick);
+    if (h.ok() && *h == "SERVING") return absl::OkStatus();
+    if (StopSignalled()) return absl::CancelledError("stopped");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(m.label(), " at ", m.address, " not healthy within ",
+                   timeout_s, " s; see ", m.process->log_path()));
+}
+
+std::string ProgressLine(double t, const std::vector<Member>& members,
+                         double role_timeout_s) {
+  double samples = 0, obs = 0, frames = 0;
+  uint64_t version = 0, steps = 0, episodes = 0, successes = 0;
+  int healthy = 0;
+  std::vector<std::string> silent;
+  for (const Member& m : members) {
+    const double quiet =
+        std::chrono::duration<double>(Clock::now() - m.last_heard).count();
+    if (quiet > role_timeout_s || m.waiting_restart) {
+      silent.push_back(m.label());
+      continue;
+    }
+    ++healthy;
+    switch (m.role) {
+      case Role::kLearner:
+        version = m.status.policy_version();
+        steps = m.status.optimizer_steps();
+        samples = m.status.trained_samples_per_s();
+        break;
+      case Role::kInference:
+        obs += m.status.observations_per_s();
+        break;
+      case Role::kRollout:
+        frames += m.status.env_frames_per_s();
+        episodes += m.status.episodes();
+        successes += m.status.successes();
+        break;
+    }
+  }
+  std::string line = absl::StrFormat(
+      "[%5.0fs] version %d, %d steps, %.0f samples/s | %.0f obs/s | %.0f "
+      "frames/s, %d episodes (%d successes) | %d/%d roles up",
+      t, version, steps, samples, obs, frames, episodes, successes, healthy,
+      members.size());
+  if (!silent.empty()) {
+    absl::StrAppend(&line, " | silent: ", absl::StrJoin(silent, ", "));
+  }
+  return line;
+}
+
+}  // namespace
+
+ClusterLayout LayoutFromConfig(const ClusterConfig& c) {
+  ClusterLayout l;
+  const int64_t base = c.base_port;
+  l.learner = absl::StrCat(c.host, ":", base);
+  for (int64_t i = 0; i < c.inference_servers; ++i) {
+    l.inference.push_back(absl::StrCat(c.host, ":", base + 1 + i));
+  }
+  for (int64_t w = 0; w < c.rollout_workers; ++w) {
+    l.rollout.push_back(
+        absl::StrCat(c.host, ":", base + 1 + c.inference_servers + w));
+  }
+  return l;
+}
+
+int RunUpLocal(const UpLocalOptions& o) {
+  const std::string logs = o.run_dir + "/logs";
+  std::error_code ec;
+  std::filesystem::create_directories(logs, ec);
+  if (ec) {
+    std::fprintf(stderr, "rl-vla3 up: %s: %s\n", logs.c_str(),
+                 ec.message().c_str());
+    return kExitFailure;
+  }
+  if (absl::Status s = WriteTextFile(o.run_dir + "/up.pid",
+                                     absl::StrCat(getpid(), "\n"));
+      !s.ok()) {
+    std::fprintf(stderr, "rl-vla3 up: %s\n", s.ToString().c_str());
+    return kExitFailure;
+  }
+  InstallStopSignalHandlers();
+  std::vector<Member> members;
+  auto add = [&](Role role, int index, const std::string& address,
+                 std::vector<std::string> extra) {
+    std::vector<std::string> argv = {o.binary,      "serve",  RoleName(role),
+                                     "--config",    o.config_path,
+                                     "--listen",    address};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    Member m;
+    m.role = role;
+    m.index = index;
+    m.address = address;
+    const std::string log =
+        role == Role::kLearner
+            ? logs + "/learner.log"
+            : absl::StrCat(logs, "/", RoleName(role), "_", index, ".log");
+    m.process = std::make_unique<ChildProcess>(std::move(argv), log);
+    members.push_back(std::move(m));
+  };
+  const ClusterLayout& l = o.layout;
+  add(Role::kLearner, 0, l.learner, {});
+  for (size_t i = 0; i < l.inference.size(); ++i) {
+    add(Role::kInference, static_cast<int>(i), l.inference[i],
+        {"--learner", l.learner});
+  }
+  const std::string all_inference = absl::StrJoin(l.inference, ",");
+  for (size_t w = 0; w < l.rollout.size(); ++w) {
+    add(Role::kRollout, static_cast<int>(w), l.rollout[w],
+        {"--learner", l.learner, "--inference", all_inference, "--worker",
+         absl::StrCat(w)});
+  }
+  auto stop_all = [&] {
+    for (Role r : {Role::kRollout, Role::kInference, Role::kLearner}) {
+      for (Member& m : members) {
+        if (m.role == r) m.process->Stop(absl::Seconds(10));
+      }
+    }
+  };
+  // Start in order; each kind once the previous ones are healthy.
+  for (Role r : {Role::kLearner, Role::kInference, Role::kRollout}) {
+    for (Member& m : members) {
+      if (m.role != r) continue;
+      if (absl::Status s = m.process->Start(); !s.ok()) {
+        std::fprintf(stderr, "rl-vla3 up: %s: %s\n", m.label().c_str(),
+                     s.ToString().c_str());
+        stop_all();
+        return kExitFailure;
+      }
+    }
+    for (Member& m : members) {
+      if (m.role != r) continue;
+      if (absl::Status s = WaitHealthy(m, o.net, 120); !s.ok()) {
+        std::fprintf(stderr, "rl-vla3 up: %s\n", s.ToString().c_str());
+        stop_all();
+        return StopSignalled() ? kExitOk : kExitFailure;
+      }
+      std::printf("up: %s serving on %s (log %s)\n", m.label().c_str(),
+                  m.address.c_str(), m.process->log_path().c_str());
+    }
+  }
+  std::printf("up: %zu roles running; `rl-vla3 down --local` or Ctrl-C stops "
+              "them\n",
+              members.size());
+  std::fflush(stdout);
+  const auto t0 = Clock::now();
+  auto next = t0;
+  int exit_code = kExitOk;
+  while (!StopSignalled()) {
+    next += std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000));
+    while (Clock::now() < next && !StopSignalled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (o.duration_s > 0 && t >= o.duration_s) break;
+    bool learner_gone = false;
+    for (Member& m : members) {
+      if (m.waiting_restart) {
+        if (Clock::now() >= m.restart_at) {
+          m.waiting_restart = false;
+          if (absl::Status s = m.process->Start(); !s.ok()) {
+            std::fprintf(stderr, "up: %s: %s\n", m.label().c_str(),
+                         s.ToString().c_str());
+          }
+        }
+        continue;
+      }
+      if (m.process->Poll()) {
+        if (m.role == Role::kLearner) {
+          std::fprintf(stderr,
+                       "up: the learner is gone (%s); stopping the run. See "
+                       "%s\n",
+                       m.process->HowItEnded().c_str(),
+                       m.process->log_path().c_str());
+          learner_gone = true;
+          break;
+        }
+        const int delay = std::min(30, 1 << std::min(m.restarts, 5));
+        ++m.restarts;
+        std::fprintf(stderr, "up: %s exited (%s); restart #%d in %d s\n",
+                     m.label().c_str(), m.process->HowItEnded().c_str(),
+                     m.restarts, delay);
+        m.waiting_restart = true;
+        m.restart_at = Clock::now() + std::chrono::seconds(delay);
+        continue;
+      }
+      NetOptions quick = o.net;
+      quick.call_timeout = absl::Milliseconds(500);
+      absl::StatusOr<v1::RoleStatus> st = QueryStatus(m.role, m.address, quick);
+      if (st.ok()) {
+        m.status = *std::move(st);
+        m.last_heard = Clock::now();
+      }
+    }
+    if (learner_gone) {
+      exit_code = kExitFailure;
+      break;
+    }
+    std::printf("%s\n", ProgressLine(t, members, o.role_timeout_s).c_str());
+    std::fflush(stdout);
+  }
+  std::printf("up: stopping rollout, inference, learner\n");
+  std::fflush(stdout);
+  stop_all();
+  for (const Member& m : members) {
+    if (m.process->exit_code() != 0 && exit_code == kExitOk &&
+        m.role == Role::kLearner) {
+      exit_code = kExitFailure;
+    }
+  }
+  std::error_code rm;
+  std::filesystem::remove(o.run_dir + "/up.pid", rm);
+  return exit_code;
+}
+
+int RunDownLocal(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/up.pid");
+  std::string text;
+  int pid = 0;
+  if (!in || !std::getline(in, text) || !absl::SimpleAtoi(text, &pid) ||
+      pid <= 0) {
+    std::fprintf(stderr, "rl-vla3 down: no run is up in %s (no up.pid)\n",
+                 run_dir.c_str());
+    return kExitFailure;
+  }
+  if (kill(pid, SIGTERM) != 0) {
+    std::fprintf(stderr, "rl-vla3 down: up (pid %d) is not running\n", pid);
+    return kExitFailure;
+  }
+  // Wait for `up` to stop every role (it removes up.pid).
+  for (int i = 0; i < 600 && kill(pid, 0) == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::printf("down: the run in %s is stopped\n", run_dir.c_str());
+  return kExitOk;
+}
+
+int RunStatus(const ClusterLayout& l, const NetOptions& net) {
+  std::vector<std::pair<Role, std::string>> roles = {{Role::kLearner, l.learner}};
+  for (const auto& a : l.inference) roles.emplace_back(Role::kInference, a);
+  for (const auto& a : l.rollout) roles.emplace_back(Role::kRollout, a);
+  std::printf("%-10s %-22s %-12s %8s %22s %9s\n", "ROLE", "ADDRESS", "HEALTH",
+              "VERSION", "THROUGHPUT", "UPTIME");
+  bool all = true;
+  NetOptions quick = net;
+  quick.call_timeout = absl::Seconds(2);
+  for (const auto& [role, address] : roles) {
+    absl::StatusOr<std::string> h = CheckHealth(address, quick);
+    const std::string health = h.ok() ? *h : "UNREACHABLE";
+    all = all && health == "SERVING";
+    absl::StatusOr<v1::RoleStatus> st = QueryStatus(role, address, quick);
+    std::string version = "-", rate = "-", up = "-";
+    if (st.ok()) {
+      version = absl::StrCat(st->policy_version());
+      up = absl::StrFormat("%.0f s", st->uptime_s());
+      switch (role) {
+        case Role::kLearner:
+          rate = absl::StrFormat("%.1f samples/s", st->trained_samples_per_s());
+          break;
+        case Role::kInference:
+          rate = absl::StrFormat("%.0f obs/s", st->observations_per_s());
+          break;
+        case Role::kRollout:
+          rate = absl::StrFormat("%.0f frames/s", st->env_frames_per_s());
+          break;
+      }
+    } else if (h.ok()) {
+      rate = std::string(st.status().message()).substr(0, 22);
+    }
+    std::printf("%-10s %-22s %-12s %8s %22s %9s\n", RoleName(role),
+                address.c_str(), health.c_str(), version.c_str(), rate.c_str(),
+                up.c_str());
+  }
+  return all ? kExitOk : kExitFailure;
+}
+
+}  // namespace rlvla3
