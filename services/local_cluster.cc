@@ -229,8 +229,10 @@ int RunUpLocal(const UpLocalOptions& o) {
         stop_all();
         return StopSignalled() ? kExitOk : kExitFailure;
       }
-      std::printf("up: %s serving on %s (log %s)\n", m.label().c_str(),
-                  m.address.c_str(), m.process->log_path().c_str());
+      std::printf("up: %s serving on %s (pid %d, log %s)\n",
+                  m.label().c_str(), m.address.c_str(),
+                  static_cast<int>(m.process->pid()),
+                  m.process->log_path().c_str());
     }
   }
   std::printf("up: %zu roles running; `rl-vla3 down --local` or Ctrl-C stops "
@@ -255,6 +257,9 @@ int RunUpLocal(const UpLocalOptions& o) {
           if (absl::Status s = m.process->Start(); !s.ok()) {
             std::fprintf(stderr, "up: %s: %s\n", m.label().c_str(),
                          s.ToString().c_str());
+          } else {
+            std::printf("up: %s restarted (pid %d)\n", m.label().c_str(),
+                        static_cast<int>(m.process->pid()));
           }
         }
         continue;

@@ -64,16 +64,19 @@ class RoleProcess {
   RoleProcess& operator=(const RoleProcess&) = delete;
 
   // Waits for the "serving on" line; false if it exited or timed out.
-  bool WaitReady(double timeout_s) {
+  bool WaitReady(double timeout_s) { return WaitFor("serving on ", timeout_s); }
+  // Waits for a stdout line containing `marker`; the rest of the line after
+  // it is address().
+  bool WaitFor(const std::string& marker, double timeout_s) {
     const auto end = std::chrono::steady_clock::now() +
                      std::chrono::milliseconds(int64_t(timeout_s * 1000));
     while (std::chrono::steady_clock::now() < end) {
       std::ifstream in(out_);
       std::string line;
       while (std::getline(in, line)) {
-        const auto at = line.find("serving on ");
+        const auto at = line.find(marker);
         if (at != std::string::npos) {
-          address_ = line.substr(at + 11);
+          address_ = line.substr(at + marker.size());
           return true;
         }
       }
@@ -110,6 +113,13 @@ class RoleProcess {
     return !exited_;
   }
   const std::string& address() const { return address_; }
+  // Everything it printed on stdout so far.
+  std::string Stdout() const {
+    std::ifstream in(out_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
   pid_t pid() const { return pid_; }
   // The last 3000 characters of its stderr, for failure messages.
   std::string Log() const {

@@ -1,0 +1,89 @@
+// `rl-vla3 up --local` as a user runs it: every role a real process; kill -9
+// of a rollout worker leaves the learner and inference running, `up`
+// restarts the worker and training goes on; `status` reports every role
+// SERVING; `down --local` stops the run with exit code 0.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "services/net/grpc_common.h"
+#include "tests/services/net/role_process.h"
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+using testutil::RoleProcess;
+
+uint64_t LearnerSteps(const std::string& target) {
+  auto stub = v1::Learner::NewStub(MakeChannel(target, NetOptions()));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, NetOptions(), absl::Seconds(5));
+  v1::RoleStatus st;
+  if (!stub->GetStatus(&ctx, v1::StatusRequest(), &st).ok()) return 0;
+  return st.optimizer_steps();
+}
+
+TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
+  const testutil::TestDir dir;
+  const int base = 53000 + static_cast<int>(getpid() % 500) * 8;
+  const std::vector<std::string> config = {
+      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+      "--set", "env.num_envs=2",
+      "--set", "rl.rollouts_per_step=1",
+      "--set", "cluster.rollout_workers=2",
+      "--set", "cluster.base_port=" + std::to_string(base),
+      "--set", "run.out_dir=" + dir.path(),
+      "--set", "run.name=up"};
+  std::vector<std::string> up_args = {"up", "--local"};
+  up_args.insert(up_args.end(), config.begin(), config.end());
+  RoleProcess up(RLVLA3_BINARY, up_args, {}, dir.File("up"));
+  ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
+  const std::string learner = "127.0.0.1:" + std::to_string(base);
+
+  std::smatch m;
+  const std::string out = up.Stdout();
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex("rollout 1 serving on [^ ]+ \\(pid ([0-9]+)")))
+      << out;
+  const pid_t victim = std::stoi(m[1]);
+  // Training has started.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (LearnerSteps(learner) < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  ASSERT_GE(LearnerSteps(learner), 2u) << up.Stdout();
+
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  ASSERT_TRUE(up.WaitFor("rollout 1 restarted", 60)) << up.Stdout() << up.Log();
+  EXPECT_NE(up.Log().find("rollout 1 exited (signal 9"), std::string::npos)
+      << up.Log();
+  const uint64_t after_restart = LearnerSteps(learner);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (LearnerSteps(learner) < after_restart + 3 &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  EXPECT_GE(LearnerSteps(learner), after_restart + 3) << up.Stdout();
+  EXPECT_TRUE(up.running());
+
+  // status: every role SERVING (exit 0); down: the run stops cleanly.
+  std::vector<std::string> status_args = {"status"};
+  status_args.insert(status_args.end(), config.begin(), config.end());
+  RoleProcess status(RLVLA3_BINARY, status_args, {}, dir.File("status"));
+  EXPECT_EQ(status.Wait(), 0) << status.Stdout() << status.Log();
+  EXPECT_NE(status.Stdout().find("SERVING"), std::string::npos);
+  std::vector<std::string> down_args = {"down", "--local"};
+  down_args.insert(down_args.end(), config.begin(), config.end());
+  RoleProcess down(RLVLA3_BINARY, down_args, {}, dir.File("down"));
+  EXPECT_EQ(down.Wait(), 0) << down.Log();
+  EXPECT_EQ(up.Wait(), 0) << up.Log();
+}
+
+}  // namespace
+}  // namespace rlvla3
