@@ -24,6 +24,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # tooling used by tests (TorchScript export, report rendering check)
   python3 python3-torch  # exports the TorchScript policy in tests (Debian's python3)
+  # the Python rollout client (services/python) and its stubs
+  python3-grpcio python3-protobuf
 )
 
 missing=()

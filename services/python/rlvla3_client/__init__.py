@@ -1,0 +1,235 @@
+"""rl-vla3 rollout client: an external simulator (written in Python) acts as a
+rollout worker of an rl-vla3 run.
+
+It speaks the same gRPC services as the C++ rollout worker: observations go to
+an inference server on the bidirectional Act stream (one in flight per env),
+finished segments go to the learner on the client-streaming PushSegments call,
+and the learner's policy versions arrive on a versions-only SubscribeWeights
+stream. Stubs are generated from proto/ into BUILD/python by the build
+(`PYTHONPATH=BUILD/python:services/python`).
+
+Example:
+    client = RolloutClient(inference="127.0.0.1:50052",
+                           learner="127.0.0.1:50051",
+                           env_ids=[0, 1], token=os.environ.get("RLVLA3_TOKEN"))
+    reply = client.act(env_id=0, task_id=0, agentview=img, wrist=img,
+                       proprio=[0.0] * 8)
+    seg = SegmentBuilder(env_id=0, task_id=0, shape=client.shape)
+    seg.add(agentview, wrist, proprio, reply, reward=0.0, done=False)
+    client.push(seg.build(bootstrap=(agentview, wrist, proprio)))
+    client.close()
+"""
+
+import dataclasses
+import queue
+import struct
+import threading
+import time
+from typing import Iterable, List, Optional, Sequence
+
+import grpc
+
+from rlvla3.v1 import rollout_pb2, services_pb2, services_pb2_grpc, tensor_pb2
+from rlvla3_health import health_pb2, health_pb2_grpc
+
+__all__ = ["WireShape", "Reply", "RolloutClient", "SegmentBuilder",
+           "check_health"]
+
+
+@dataclasses.dataclass(frozen=True)
+class WireShape:
+    """What both ends agree on (the run's config)."""
+    height: int = 64
+    width: int = 64
+    proprio_dim: int = 8
+    chunk: int = 4
+    action_dim: int = 7
+
+
+@dataclasses.dataclass
+class Reply:
+    env_id: int
+    actions: List[List[float]]  # [K][A] in [-1, 1]
+    tokens: bytes               # K * A bins
+    log_probs: List[float]      # [K]
+    value: float
+    version: int
+
+
+def _tensor(dtype: int, shape: Sequence[int], data: bytes) -> tensor_pb2.Tensor:
+    return tensor_pb2.Tensor(dtype=dtype, shape=list(shape), data=data)
+
+
+def _floats(values: Sequence[float]) -> bytes:
+    return struct.pack("<%df" % len(values), *values)
+
+
+def _metadata(token: Optional[str]):
+    return (("authorization", "Bearer " + token),) if token else ()
+
+
+def check_health(target: str, timeout: float = 5.0) -> str:
+    """grpc.health.v1 Check of a server: "SERVING", "NOT_SERVING", ..."""
+    with grpc.insecure_channel(target) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        r = stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout)
+        return health_pb2.HealthCheckResponse.ServingStatus.Name(r.status)
+
+
+class RolloutClient:
+    """One external rollout worker: Act stream, segment stream, versions."""
+
+    def __init__(self, inference: str, learner: str, env_ids: Iterable[int],
+                 token: Optional[str] = None,
+                 shape: WireShape = WireShape(), timeout: float = 30.0):
+        self.shape = shape
+        self.env_ids = set(env_ids)
+        self._timeout = timeout
+        md = _metadata(token)
+        self._inference = grpc.insecure_channel(inference)
+        self._learner = grpc.insecure_channel(learner)
+        grpc.channel_ready_future(self._inference).result(timeout=timeout)
+        grpc.channel_ready_future(self._learner).result(timeout=timeout)
+        # Act: requests from a queue, replies routed per env.
+        self._requests: "queue.Queue" = queue.Queue()
+        self._replies = {e: queue.Queue(maxsize=1) for e in self.env_ids}
+        inf = services_pb2_grpc.InferenceStub(self._inference)
+        self._act = inf.Act(iter(self._requests.get, None), metadata=md)
+        self._reader = threading.Thread(target=self._read_replies, daemon=True)
+        self._reader.start()
+        # PushSegments: a bounded queue (blocks when the learner is behind).
+        self._segments: "queue.Queue" = queue.Queue(maxsize=8)
+        lrn = services_pb2_grpc.LearnerStub(self._learner)
+        self._push = lrn.PushSegments.future(iter(self._segments.get, None),
+                                             metadata=md)
+        # Versions only.
+        self.version = 0
+        self._versions = lrn.SubscribeWeights(
+            services_pb2.WeightSubscription(versions_only=True), metadata=md)
+        threading.Thread(target=self._read_versions, daemon=True).start()
+        self._learner_stub = lrn
+        self._md = md
+        self.error: Optional[str] = None
+
+    def _read_replies(self):
+        try:
+            for r in self._act:
+                q = self._replies.get(r.env_id)
+                if q is not None:
+                    q.put(r)
+        except grpc.RpcError as e:  # the stream ended (close or server gone)
+            if e.code() != grpc.StatusCode.CANCELLED:
+                self.error = "inference: %s" % e.details()
+
+    def _read_versions(self):
+        try:
+            for u in self._versions:
+                self.version = max(self.version, u.version)
+        except grpc.RpcError:
+            pass  # closed with the client
+
+    def act(self, env_id: int, task_id: int, agentview: bytes, wrist: bytes,
+            proprio: Sequence[float]) -> Reply:
+        """Sends one observation and waits for its action chunk. Raises
+        ValueError with the server's message when it refuses the observation
+        (INVALID_ARGUMENT naming the field)."""
+        s = self.shape
+        obs = rollout_pb2.Observation(
+            env_id=env_id, task_id=task_id, sent_unix_ns=time.time_ns(),
+            proprio=_tensor(tensor_pb2.DTYPE_FLOAT32, [s.proprio_dim],
+                            _floats(proprio)))
+        for name, img in (("agentview", agentview), ("wrist", wrist)):
+            obs.images.add(name=name, rgb=_tensor(
+                tensor_pb2.DTYPE_UINT8, [s.height, s.width, 3], bytes(img)))
+        self._requests.put(obs)
+        r = self._replies[env_id].get(timeout=self._timeout)
+        if r.error_code != 0:
+            raise ValueError(r.error_message)
+        k, a = s.chunk, s.action_dim
+        flat = struct.unpack("<%df" % (k * a), r.actions.data)
+        return Reply(env_id=r.env_id,
+                     actions=[list(flat[i * a:(i + 1) * a]) for i in range(k)],
+                     tokens=r.action_tokens.data,
+                     log_probs=list(struct.unpack("<%df" % k, r.log_probs.data)),
+                     value=r.value, version=r.policy_version)
+
+    def push(self, segment: rollout_pb2.TrajectorySegment):
+        """Queues a finished segment for the learner (blocks when full)."""
+        self._segments.put(segment, timeout=self._timeout)
+
+    def learner_status(self) -> services_pb2.RoleStatus:
+        return self._learner_stub.GetStatus(services_pb2.StatusRequest(),
+                                            metadata=self._md, timeout=5)
+
+    def close(self) -> services_pb2.PushSegmentsReply:
+        """Ends both streams; returns the learner's counts of the segments."""
+        self._requests.put(None)
+        self._segments.put(None)
+        reply = self._push.result(timeout=self._timeout)
+        self._versions.cancel()
+        self._inference.close()
+        self._learner.close()
+        return reply
+
+
+class SegmentBuilder:
+    """Collects one env's decisions into a TrajectorySegment."""
+
+    def __init__(self, env_id: int, task_id: int, shape: WireShape,
+                 run_id: int = 0, index: int = 0):
+        self.env_id, self.task_id, self.shape = env_id, task_id, shape
+        self.run_id, self.index = run_id, index
+        self._agentview, self._wrist, self._proprio = [], [], []
+        self._tokens, self._log_probs = [], []
+        self._values, self._rewards, self._dones = [], [], []
+        self._executed, self._versions = [], []
+
+    def __len__(self):
+        return len(self._rewards)
+
+    def add(self, agentview: bytes, wrist: bytes, proprio: Sequence[float],
+            reply: Reply, reward: float, done: bool, executed: int):
+        self._agentview.append(bytes(agentview))
+        self._wrist.append(bytes(wrist))
+        self._proprio.extend(proprio)
+        self._tokens.append(reply.tokens)
+        self._log_probs.extend(reply.log_probs)
+        self._values.append(reply.value)
+        self._rewards.append(reward)
+        self._dones.append(1 if done else 0)
+        self._executed.append(executed)
+        self._versions.append(reply.version)
+
+    def build(self, bootstrap=None, success: bool = False
+              ) -> rollout_pb2.TrajectorySegment:
+        """The segment; `bootstrap` = (agentview, wrist, proprio) of the
+        observation after the last decision when the episode goes on."""
+        s, n = self.shape, len(self)
+        av, wr, pr = list(self._agentview), list(self._wrist), list(self._proprio)
+        if bootstrap is not None:
+            av.append(bytes(bootstrap[0]))
+            wr.append(bytes(bootstrap[1]))
+            pr.extend(bootstrap[2])
+        rows = len(av)
+        u8, f32, i64 = (tensor_pb2.DTYPE_UINT8, tensor_pb2.DTYPE_FLOAT32,
+                        tensor_pb2.DTYPE_INT64)
+        seg = rollout_pb2.TrajectorySegment(
+            env_id=self.env_id, task_id=self.task_id, run_id=self.run_id,
+            index=self.index, decisions=n, has_bootstrap=bootstrap is not None,
+            ends_episode=bool(self._dones and self._dones[-1]),
+            success=success, episode_return=sum(self._rewards),
+            proprio=_tensor(f32, [rows, s.proprio_dim], _floats(pr)),
+            action_tokens=_tensor(u8, [n, s.chunk, s.action_dim],
+                                  b"".join(self._tokens)),
+            behaviour_log_probs=_tensor(f32, [n, s.chunk],
+                                        _floats(self._log_probs)),
+            values=_tensor(f32, [n], _floats(self._values)),
+            rewards=_tensor(f32, [n], _floats(self._rewards)),
+            dones=_tensor(u8, [n], bytes(self._dones)),
+            executed=_tensor(u8, [n], bytes(self._executed)),
+            policy_versions=_tensor(i64, [n], struct.pack(
+                "<%dq" % n, *self._versions)))
+        for name, imgs in (("agentview", av), ("wrist", wr)):
+            seg.images.add(name=name, rgb=_tensor(
+                u8, [rows, s.height, s.width, 3], b"".join(imgs)))
+        return seg
