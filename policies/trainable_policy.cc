@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
-
 #include "policies/checkpoint.h"
 #include "policies/tiny_vla_policy.h"
 #include "policies/torchscript_policy.h"
@@ -19,8 +18,8 @@ absl::Status TrainablePolicy::LoadState(const NamedTensors& state) {
   for (const auto& [name, t] : state) given[name] = &t;
   if (given.size() != ours.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("weights: ", state.size(), " tensors given, the ",
-                     kind(), " policy has ", ours.size()));
+        absl::StrCat("weights: ", state.size(), " tensors given, the ", kind(),
+                     " policy has ", ours.size()));
   }
   for (const auto& [name, t] : ours) {
     auto it = given.find(name);

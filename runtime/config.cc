@@ -65,10 +65,11 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "learner port; inference i at +1+i, rollout w at +1+servers+w");
   s->String("cluster.token_file", &c->cluster.token_file,
             "file holding the shared token (else env RLVLA3_TOKEN)");
-  s->Real("cluster.heartbeat_s", &c->cluster.heartbeat_s, {0.05, false, 60, false},
-            "seconds between status polls");
-  s->Real("cluster.role_timeout_s", &c->cluster.role_timeout_s, {0.1, false, 3600, false},
-            "a role silent this long is reported down");
+  s->Real("cluster.heartbeat_s", &c->cluster.heartbeat_s,
+          {0.05, false, 60, false}, "seconds between status polls");
+  s->Real("cluster.role_timeout_s", &c->cluster.role_timeout_s,
+          {0.1, false, 3600, false},
+          "a role silent this long is reported down");
 
   s->Int("env.num_envs", &c->env.num_envs, {1, 4096}, "envs in the pool");
   s->Int("env.image_width", &c->env.image_width, {16, 1024},

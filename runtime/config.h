@@ -182,10 +182,10 @@ struct RlConfig {
 // where, and the shared token. Global env ids: rollout worker w owns
 // [w * env.num_envs, (w + 1) * env.num_envs).
 struct ClusterConfig {
-  int64_t rollout_workers = 1;    // rollout processes (env.num_envs each)
-  int64_t inference_servers = 1;  // envs are sharded across them
+  int64_t rollout_workers = 1;     // rollout processes (env.num_envs each)
+  int64_t inference_servers = 1;   // envs are sharded across them
   std::string host = "127.0.0.1";  // where `up --local` binds every role
-  int64_t base_port = 50051;  // learner; inference i: +1+i; rollout w: +1+N+w
+  int64_t base_port = 50051;    // learner; inference i: +1+i; rollout w: +1+N+w
   std::string token_file = "";  // shared token (else env RLVLA3_TOKEN; none)
   double heartbeat_s = 1;       // status polls by `up` and the roles
   double role_timeout_s = 10;   // a role silent this long is reported down

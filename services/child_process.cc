@@ -20,7 +20,8 @@ absl::Status ChildProcess::Start() {
   std::vector<char*> argv;
   for (std::string& a : argv_) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int log =
+      open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) {
     return absl::UnavailableError(
         absl::StrCat(log_path_, ": ", std::strerror(errno)));
@@ -50,8 +51,7 @@ bool ChildProcess::Poll() {
   const pid_t r = waitpid(pid_, &status, WNOHANG);
   if (r == pid_) {
     exited_ = true;
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status)
-                                   : -WTERMSIG(status);
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   }
   return exited_;
 }
@@ -59,8 +59,8 @@ bool ChildProcess::Poll() {
 void ChildProcess::Stop(absl::Duration grace) {
   if (Poll()) return;
   kill(pid_, SIGTERM);
-  const auto end = std::chrono::steady_clock::now() +
-                   absl::ToChronoNanoseconds(grace);
+  const auto end =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(grace);
   while (!Poll() && std::chrono::steady_clock::now() < end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -72,7 +72,8 @@ void ChildProcess::Stop(absl::Duration grace) {
 
 std::string ChildProcess::HowItEnded() const {
   if (exit_code_ >= 0) return absl::StrCat("exit code ", exit_code_);
-  return absl::StrCat("signal ", -exit_code_, " (", strsignal(-exit_code_), ")");
+  return absl::StrCat("signal ", -exit_code_, " (", strsignal(-exit_code_),
+                      ")");
 }
 
 }  // namespace rlvla3

@@ -2,13 +2,12 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
-
-#include <unistd.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -29,8 +28,8 @@
 #include "services/bench.h"
 #include "services/config_bridge.h"
 #include "services/expert_eval.h"
-#include "services/selfcheck.h"
 #include "services/local_cluster.h"
+#include "services/selfcheck.h"
 #include "services/serve.h"
 #include "services/sft.h"
 #include "services/train.h"
@@ -529,8 +528,9 @@ int VerbServe(const std::string& role, const CommonFlags& f) {
   }
   if (!absl::SimpleAtoi(f.Get("--worker", "0"), &s.worker) ||
       !absl::SimpleAtod(f.Get("--duration", "0"), &s.duration_s)) {
-    std::fprintf(stderr, "rl-vla3: serve: --worker and --duration take "
-                         "numbers\n");
+    std::fprintf(stderr,
+                 "rl-vla3: serve: --worker and --duration take "
+                 "numbers\n");
     return kExitUsage;
   }
   return RunServe(*c, s);

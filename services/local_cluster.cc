@@ -87,9 +87,9 @@ absl::Status WaitHealthy(Member& m, const NetOptions& net, double timeout_s) {
   quick.call_timeout = absl::Seconds(1);
   while (Clock::now() < end) {
     if (m.process->Poll()) {
-      return absl::UnavailableError(absl::StrCat(
-          m.label(), " exited (", m.process->HowItEnded(), ") before serving; see ",
-          m.process->log_path()));
+      return absl::UnavailableError(
+          absl::StrCat(m.label(), " exited (", m.process->HowItEnded(),
+                       ") before serving; see ", m.process->log_path()));
     }
     absl::StatusOr<std::string> h = CheckHealth(m.address, quick);
     if (h.ok() && *h == "SERVING") return absl::OkStatus();
@@ -167,8 +167,8 @@ int RunUpLocal(const UpLocalOptions& o) {
                  ec.message().c_str());
     return kExitFailure;
   }
-  if (absl::Status s = WriteTextFile(o.run_dir + "/up.pid",
-                                     absl::StrCat(getpid(), "\n"));
+  if (absl::Status s =
+          WriteTextFile(o.run_dir + "/up.pid", absl::StrCat(getpid(), "\n"));
       !s.ok()) {
     std::fprintf(stderr, "rl-vla3 up: %s\n", s.ToString().c_str());
     return kExitFailure;
@@ -177,9 +177,9 @@ int RunUpLocal(const UpLocalOptions& o) {
   std::vector<Member> members;
   auto add = [&](Role role, int index, const std::string& address,
                  std::vector<std::string> extra) {
-    std::vector<std::string> argv = {o.binary,      "serve",  RoleName(role),
-                                     "--config",    o.config_path,
-                                     "--listen",    address};
+    std::vector<std::string> argv = {o.binary,   "serve",       RoleName(role),
+                                     "--config", o.config_path, "--listen",
+                                     address};
     argv.insert(argv.end(), extra.begin(), extra.end());
     Member m;
     m.role = role;
@@ -229,21 +229,22 @@ int RunUpLocal(const UpLocalOptions& o) {
         stop_all();
         return StopSignalled() ? kExitOk : kExitFailure;
       }
-      std::printf("up: %s serving on %s (pid %d, log %s)\n",
-                  m.label().c_str(), m.address.c_str(),
-                  static_cast<int>(m.process->pid()),
+      std::printf("up: %s serving on %s (pid %d, log %s)\n", m.label().c_str(),
+                  m.address.c_str(), static_cast<int>(m.process->pid()),
                   m.process->log_path().c_str());
     }
   }
-  std::printf("up: %zu roles running; `rl-vla3 down --local` or Ctrl-C stops "
-              "them\n",
-              members.size());
+  std::printf(
+      "up: %zu roles running; `rl-vla3 down --local` or Ctrl-C stops "
+      "them\n",
+      members.size());
   std::fflush(stdout);
   const auto t0 = Clock::now();
   auto next = t0;
   int exit_code = kExitOk;
   while (!StopSignalled()) {
-    next += std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000));
+    next +=
+        std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000));
     while (Clock::now() < next && !StopSignalled()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -335,7 +336,8 @@ int RunDownLocal(const std::string& run_dir) {
 }
 
 int RunStatus(const ClusterLayout& l, const NetOptions& net) {
-  std::vector<std::pair<Role, std::string>> roles = {{Role::kLearner, l.learner}};
+  std::vector<std::pair<Role, std::string>> roles = {
+      {Role::kLearner, l.learner}};
   for (const auto& a : l.inference) roles.emplace_back(Role::kInference, a);
   for (const auto& a : l.rollout) roles.emplace_back(Role::kRollout, a);
   std::printf("%-10s %-22s %-12s %8s %22s %9s\n", "ROLE", "ADDRESS", "HEALTH",

@@ -42,9 +42,9 @@ struct UpLocalOptions {
   std::string config_path;  // the run's resolved config (every role reads it)
   std::string run_dir;
   ClusterLayout layout;
-  double interval_s = 1;        // progress line
-  double role_timeout_s = 10;   // a role silent this long is reported
-  double duration_s = 0;        // 0: until stopped
+  double interval_s = 1;       // progress line
+  double role_timeout_s = 10;  // a role silent this long is reported
+  double duration_s = 0;       // 0: until stopped
   NetOptions net;
 };
 

@@ -40,7 +40,7 @@ struct RoleSetup {
   LocalEngineOptions options;
   NetOptions net;
   WireShape shape;
-  int workers = 1;     // rollout processes
+  int workers = 1;      // rollout processes
   int global_envs = 0;  // workers x env.num_envs
 };
 
@@ -67,10 +67,9 @@ absl::StatusOr<RoleSetup> Setup(const Config& c) {
   const SegmentShape& sh = s.options.segment_shape;
   const int64_t segment_bytes =
       int64_t{sh.capacity + 1} * sh.width * sh.height * 3 * 2 + (1 << 20);
-  s.net.max_message_bytes =
-      std::max<int64_t>(64 << 20, 2 * segment_bytes);
-  s.shape = WireShape{sh.height, sh.width, sh.proprio_dim, sh.chunk,
-                      sh.action_dim};
+  s.net.max_message_bytes = std::max<int64_t>(64 << 20, 2 * segment_bytes);
+  s.shape =
+      WireShape{sh.height, sh.width, sh.proprio_dim, sh.chunk, sh.action_dim};
   s.workers = static_cast<int>(c.cluster.rollout_workers);
   s.global_envs = s.workers * s.options.rollout.pool.num_envs;
   return s;
@@ -90,8 +89,9 @@ void RunUntil(double duration_s, double interval_s,
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (done() || StopSignalled()) return;
-    if (duration_s > 0 && std::chrono::duration<double>(Clock::now() - t0)
-                                  .count() >= duration_s) {
+    if (duration_s > 0 &&
+        std::chrono::duration<double>(Clock::now() - t0).count() >=
+            duration_s) {
       return;
     }
     tick();
@@ -149,10 +149,10 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
         rate.store(dt > 0 ? (n - last) / dt : 0);
         last = n;
         t_last = now;
-        spdlog::info("learner: version {}, {} steps, {} samples ({:.0f}/s), "
-                     "{} segments waiting",
-                     learner.version(), steps.value(), n, rate.load(),
-                     service.depth());
+        spdlog::info(
+            "learner: version {}, {} steps, {} samples ({:.0f}/s), "
+            "{} segments waiting",
+            learner.version(), steps.value(), n, rate.load(), service.depth());
       });
   (*server)->Shutdown(absl::Seconds(1));
   service.Close();
@@ -191,8 +191,9 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
     weights.Publish(p, w.version);
     return absl::OkStatus();
   };
-  absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub = WeightSubscriber::Start(
-      {f.learner, false, base->kind(), 0}, s.net, std::move(cb));
+  absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
+      WeightSubscriber::Start({f.learner, false, base->kind(), 0}, s.net,
+                              std::move(cb));
   if (!sub.ok()) return Fail("inference", sub.status());
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (weights.Latest().value == nullptr) {
@@ -280,13 +281,15 @@ class RolloutControlService final : public v1::RolloutControl::CallbackService {
 
 int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   if (f.learner.empty() || f.inference.empty()) {
-    return Fail("rollout", absl::InvalidArgumentError(
-                               "needs --learner and --inference"));
+    return Fail("rollout",
+                absl::InvalidArgumentError("needs --learner and --inference"));
   }
   if (f.worker < 0 || f.worker >= s.workers) {
-    return Fail("rollout", absl::InvalidArgumentError(absl::StrCat(
-                               "--worker ", f.worker, " is not below "
-                               "cluster.rollout_workers ", s.workers)));
+    return Fail("rollout", absl::InvalidArgumentError(
+                               absl::StrCat("--worker ", f.worker,
+                                            " is not below "
+                                            "cluster.rollout_workers ",
+                                            s.workers)));
   }
   RolloutWorkerOptions ro = s.options.rollout;
   const int envs = ro.pool.num_envs;
@@ -317,9 +320,10 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   RolloutWorker* w = worker->get();
   WeightSubscriber::Callbacks cb;
   cb.on_version = [w](uint64_t v) { w->OnPolicyVersion(v); };
-  absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub = WeightSubscriber::Start(
-      {f.learner, true, s.parts.policy->kind(), ro.base_version}, s.net,
-      std::move(cb));
+  absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
+      WeightSubscriber::Start(
+          {f.learner, true, s.parts.policy->kind(), ro.base_version}, s.net,
+          std::move(cb));
   if (!sub.ok()) return Fail("rollout", sub.status());
   Counter& frames = metrics.counter("env_frames");
   Counter& episodes = metrics.counter("episodes");
@@ -341,8 +345,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     st->set_role("rollout");
     st->set_running(w->status().ok());
     st->set_policy_version((*sub)->version());
-    st->set_uptime_s(
-        std::chrono::duration<double>(Clock::now() - t0).count());
+    st->set_uptime_s(std::chrono::duration<double>(Clock::now() - t0).count());
     st->set_env_frames(frames.value());
     st->set_episodes(episodes.value());
     st->set_successes(successes.value());
@@ -367,10 +370,11 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   uint64_t last = 0;
   RunUntil(f.duration_s, c.metrics.interval_s, check, [&] {
     const uint64_t n = frames.value();
-    spdlog::info("rollout {}: {} frames (+{}), {} episodes, {} successes, "
-                 "version {}",
-                 f.worker, n, n - last, episodes.value(), successes.value(),
-                 (*sub)->version());
+    spdlog::info(
+        "rollout {}: {} frames (+{}), {} episodes, {} successes, "
+        "version {}",
+        f.worker, n, n - last, episodes.value(), successes.value(),
+        (*sub)->version());
     last = n;
   });
   w->Stop();

@@ -31,8 +31,8 @@
 namespace rlvla3 {
 
 struct ServeFlags {
-  std::string role;    // learner | inference | rollout
-  std::string listen;  // HOST:PORT (default 127.0.0.1:0)
+  std::string role;                    // learner | inference | rollout
+  std::string listen;                  // HOST:PORT (default 127.0.0.1:0)
   std::string learner;                 // inference, rollout
   std::vector<std::string> inference;  // rollout
   int worker = 0;                      // rollout

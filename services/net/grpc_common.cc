@@ -27,7 +27,9 @@ bool SameToken(absl::string_view a, absl::string_view b) {
   return diff == 0;
 }
 
-int Ms(absl::Duration d) { return static_cast<int>(absl::ToInt64Milliseconds(d)); }
+int Ms(absl::Duration d) {
+  return static_cast<int>(absl::ToInt64Milliseconds(d));
+}
 
 }  // namespace
 
@@ -152,9 +154,8 @@ absl::StatusOr<std::unique_ptr<RoleServer>> RoleServer::Start(
   for (grpc::Service* s : services) b.RegisterService(s);
   r->server_ = b.BuildAndStart();
   if (r->server_ == nullptr || r->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", listen,
-                     " (address in use or not local?)"));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", listen, " (address in use or not local?)"));
   }
   return r;
 }
@@ -164,8 +165,7 @@ RoleServer::~RoleServer() { Shutdown(absl::Seconds(1)); }
 void RoleServer::Shutdown(absl::Duration grace) {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
-  if (grpc::HealthCheckServiceInterface* h =
-          server_->GetHealthCheckService()) {
+  if (grpc::HealthCheckServiceInterface* h = server_->GetHealthCheckService()) {
     h->SetServingStatus(false);
   }
   server_->Shutdown(absl::ToChronoTime(absl::Now() + grace));

@@ -32,8 +32,8 @@
 namespace rlvla3 {
 
 struct NetOptions {
-  std::string token;                      // empty: calls are not checked
-  int64_t max_message_bytes = 64 << 20;   // both directions
+  std::string token;                     // empty: calls are not checked
+  int64_t max_message_bytes = 64 << 20;  // both directions
   absl::Duration keepalive = absl::Seconds(10);
   absl::Duration keepalive_timeout = absl::Seconds(10);
   absl::Duration call_timeout = absl::Seconds(10);  // unary calls, connects

@@ -140,9 +140,9 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
       std::lock_guard<std::mutex> lock(mu);
       slot = &slots[static_cast<size_t>(env)];
       if (slot->busy) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "observation.env_id: env ", env,
-            " already has an observation waiting for its action"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("observation.env_id: env ", env,
+                         " already has an observation waiting for its action"));
       }
       slot->busy = true;
       slot->owner = from;
@@ -152,8 +152,12 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
     std::memcpy(slot->wrist.data(), view.wrist, slot->wrist.size());
     std::memcpy(slot->proprio.data(), view.proprio,
                 sizeof(float) * slot->proprio.size());
-    ObservationRequest r{env, view.task, slot->agentview.data(),
-                         slot->wrist.data(), slot->proprio.data(), SteadyNs()};
+    ObservationRequest r{env,
+                         view.task,
+                         slot->agentview.data(),
+                         slot->wrist.data(),
+                         slot->proprio.data(),
+                         SteadyNs()};
     const QueueStatus q = queue.Push(r, absl::ZeroDuration());
     if (q == QueueStatus::kOk) return absl::OkStatus();
     std::lock_guard<std::mutex> lock(mu);

@@ -33,8 +33,8 @@ class RoleStatus;
 
 struct InferenceServiceOptions {
   WireShape shape;
-  int num_envs = 0;   // global env ids are < num_envs
-  int num_tasks = 0;  // rows of the instruction table
+  int num_envs = 0;            // global env ids are < num_envs
+  int num_tasks = 0;           // rows of the instruction table
   QueueOptions request_queue;  // capacity >= num_envs
 };
 

@@ -67,9 +67,9 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
     out->set_role("learner");
     out->set_running(!queue.closed());
     out->set_policy_version(weights->version());
-    out->set_uptime_s(std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count());
+    out->set_uptime_s(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
     out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
     out->set_invalid_requests(rejected->value());
     std::function<void(v1::RoleStatus*)> fill;
@@ -175,7 +175,8 @@ class WeightsReactor final : public grpc::ServerWriteReactor<v1::WeightUpdate> {
   // A new version is ready (any thread; never blocks).
   void Offer(std::shared_ptr<const EncodedVersion> e) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (e == nullptr || (sent_any_ ? e->version <= sent_ : e->version < sent_)) {
+    if (e == nullptr ||
+        (sent_any_ ? e->version <= sent_ : e->version < sent_)) {
       return;
     }
     latest_ = std::move(e);
@@ -209,9 +210,8 @@ class WeightsReactor final : public grpc::ServerWriteReactor<v1::WeightUpdate> {
       next_chunk_ = 0;
       sent_ = current_->version;
     }
-    const v1::WeightUpdate* m = versions_only_
-                                    ? &current_->version_only
-                                    : &current_->chunks[next_chunk_];
+    const v1::WeightUpdate* m = versions_only_ ? &current_->version_only
+                                               : &current_->chunks[next_chunk_];
     ++next_chunk_;
     writing_ = true;
     StartWrite(m);
@@ -261,8 +261,8 @@ LearnerService::Impl::SubscribeWeights(grpc::CallbackServerContext* ctx,
     };
     return new Refuse(std::move(auth));
   }
-  auto* r = new WeightsReactor(request->have_version(),
-                               request->versions_only());
+  auto* r =
+      new WeightsReactor(request->have_version(), request->versions_only());
   r->svc = this;
   AddSubscriber(r);
   return r;
@@ -367,7 +367,8 @@ LearnerService::~LearnerService() { Close(); }
 
 grpc::Service* LearnerService::service() { return impl_.get(); }
 
-void LearnerService::SetStatusSource(std::function<void(v1::RoleStatus*)> fill) {
+void LearnerService::SetStatusSource(
+    std::function<void(v1::RoleStatus*)> fill) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->status_fill = std::move(fill);
 }

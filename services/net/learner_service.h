@@ -38,8 +38,8 @@ class RoleStatus;
 
 struct LearnerServiceOptions {
   SegmentShape shape;
-  int segment_count = 64;          // preallocated segments
-  size_t chunk_bytes = 4u << 20;   // weight chunk size
+  int segment_count = 64;         // preallocated segments
+  size_t chunk_bytes = 4u << 20;  // weight chunk size
 };
 
 class LearnerService final : public SegmentSource {

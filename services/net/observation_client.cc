@@ -160,8 +160,8 @@ GrpcObservationChannel::Create(const ObservationClientOptions& options,
   for (const std::string& t : options.targets) {
     std::shared_ptr<grpc::Channel> ch = MakeChannel(t, net);
     if (absl::Status s = WaitForConnected(ch.get(), t, net); !s.ok()) return s;
-    c->streams_.push_back(std::make_unique<Stream>(t, ch, net, c->options_,
-                                                   &c->handler_));
+    c->streams_.push_back(
+        std::make_unique<Stream>(t, ch, net, c->options_, &c->handler_));
   }
   return c;
 }

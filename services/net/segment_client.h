@@ -28,8 +28,8 @@ namespace rlvla3 {
 struct SegmentClientOptions {
   std::string target;  // the learner, host:port
   SegmentShape shape;
-  int pool = 8;        // local segments being filled
-  int in_flight = 4;   // encoded segments queued or being written
+  int pool = 8;       // local segments being filled
+  int in_flight = 4;  // encoded segments queued or being written
 };
 
 class GrpcSegmentChannel final : public SegmentChannel {

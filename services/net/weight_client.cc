@@ -167,14 +167,16 @@ absl::StatusOr<std::unique_ptr<WeightSubscriber>> WeightSubscriber::Start(
   impl->callbacks = std::move(callbacks);
   impl->version = options.have_version;
   impl->channel = MakeChannel(options.target, net);
-  if (absl::Status s = WaitForConnected(impl->channel.get(), options.target, net);
+  if (absl::Status s =
+          WaitForConnected(impl->channel.get(), options.target, net);
       !s.ok()) {
     return s;
   }
   impl->stub = v1::Learner::NewStub(impl->channel);
   Impl* m = impl.get();
   impl->thread = std::thread([m] { m->Loop(); });
-  return std::unique_ptr<WeightSubscriber>(new WeightSubscriber(std::move(impl)));
+  return std::unique_ptr<WeightSubscriber>(
+      new WeightSubscriber(std::move(impl)));
 }
 
 WeightSubscriber::~WeightSubscriber() { Stop(); }

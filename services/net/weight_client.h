@@ -30,7 +30,7 @@
 namespace rlvla3 {
 
 struct WeightClientOptions {
-  std::string target;         // the learner, host:port
+  std::string target;  // the learner, host:port
   bool versions_only = false;
   std::string policy_kind;    // what full weights must be for
   uint64_t have_version = 0;  // start after this version

@@ -78,9 +78,8 @@ absl::Status WeightAssembler::Add(const v1::WeightUpdate& chunk) {
         "' (start every role from the same policy.kind / checkpoint)"));
   }
   if (chunk.num_chunks() == 0 || chunk.chunk_index() >= chunk.num_chunks()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("weights: chunk ", chunk.chunk_index(), " of ",
-                     chunk.num_chunks()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weights: chunk ", chunk.chunk_index(), " of ", chunk.num_chunks()));
   }
   if (chunk.chunk_index() == 0) {
     version_ = chunk.version();
@@ -90,8 +89,8 @@ absl::Status WeightAssembler::Add(const v1::WeightUpdate& chunk) {
     state_.clear();
   } else if (chunk.version() != version_ || chunk.chunk_index() != have_) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "weights: chunk ", chunk.chunk_index(), " of version ",
-        chunk.version(), " out of order (have ", have_, " of ", version_, ")"));
+        "weights: chunk ", chunk.chunk_index(), " of version ", chunk.version(),
+        " out of order (have ", have_, " of ", version_, ")"));
   }
   for (const v1::NamedTensor& nt : chunk.tensors()) {
     absl::StatusOr<at::Tensor> t =

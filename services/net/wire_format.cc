@@ -61,9 +61,9 @@ absl::Status CheckTensor(const v1::Tensor& t, v1::DType dtype,
                      absl::StrJoin(shape, ", "), "]"));
   }
   if (t.data().size() != numel * DTypeBytes(dtype)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", t.data().size(), " bytes, expected ",
-                     numel * DTypeBytes(dtype)));
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", t.data().size(),
+                                                   " bytes, expected ",
+                                                   numel * DTypeBytes(dtype)));
   }
   return absl::OkStatus();
 }
@@ -271,7 +271,8 @@ absl::Status DecodeSegment(const v1::TrajectorySegment& m,
                    void* to) {
     if (!status.ok()) return;
     status = CheckTensor(t, dtype, shape, field);
-    if (status.ok() && dtype == v1::DTYPE_FLOAT32) status = CheckFinite(t, field);
+    if (status.ok() && dtype == v1::DTYPE_FLOAT32)
+      status = CheckFinite(t, field);
     copies[n_copies++] = {&t, to};
   };
   check(m.images(0).rgb(), v1::DTYPE_UINT8, {rows, sh.height, sh.width, 3},

@@ -50,7 +50,8 @@ ObservationRequest ObservationView(const v1::Observation& m);
 void EncodeReply(const ActionReply& r, const WireShape& shape,
                  v1::ActionReply* out);
 // An error reply for env `env`: `status`'s code and message.
-void EncodeErrorReply(int env, const absl::Status& status, v1::ActionReply* out);
+void EncodeErrorReply(int env, const absl::Status& status,
+                      v1::ActionReply* out);
 // A reply's error (its error_code/message), or shape checks on its tensors.
 absl::Status CheckReply(const v1::ActionReply& m, const WireShape& shape);
 // A checked reply; its pointers are into `m`.

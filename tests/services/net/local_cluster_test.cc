@@ -34,12 +34,12 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
   const int base = 53000 + static_cast<int>(getpid() % 500) * 8;
   const std::vector<std::string> config = {
       "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
-      "--set", "env.num_envs=2",
-      "--set", "rl.rollouts_per_step=1",
-      "--set", "cluster.rollout_workers=2",
-      "--set", "cluster.base_port=" + std::to_string(base),
-      "--set", "run.out_dir=" + dir.path(),
-      "--set", "run.name=up"};
+      "--set",    "env.num_envs=2",
+      "--set",    "rl.rollouts_per_step=1",
+      "--set",    "cluster.rollout_workers=2",
+      "--set",    "cluster.base_port=" + std::to_string(base),
+      "--set",    "run.out_dir=" + dir.path(),
+      "--set",    "run.name=up"};
   std::vector<std::string> up_args = {"up", "--local"};
   up_args.insert(up_args.end(), config.begin(), config.end());
   RoleProcess up(RLVLA3_BINARY, up_args, {}, dir.File("up"));
@@ -53,8 +53,10 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
       << out;
   const pid_t victim = std::stoi(m[1]);
   // Training has started.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (LearnerSteps(learner) < 2 && std::chrono::steady_clock::now() < deadline) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (LearnerSteps(learner) < 2 &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   }
   ASSERT_GE(LearnerSteps(learner), 2u) << up.Stdout();

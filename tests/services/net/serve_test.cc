@@ -25,21 +25,18 @@ using testutil::RoleProcess;
 constexpr char kToken[] = "serve-test-token-1234";
 
 std::vector<std::string> ConfigArgs() {
-  return {"--config",
-          RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
-          "--set",
-          "env.num_envs=4",
-          "--set",
-          "rl.rollouts_per_step=1",
-          "--set",
-          "metrics.interval_s=1"};
+  return {"--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+          "--set",    "env.num_envs=4",
+          "--set",    "rl.rollouts_per_step=1",
+          "--set",    "metrics.interval_s=1"};
 }
 
 class ServeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testutil::TestDir;
-    const std::vector<std::string> env = {std::string("RLVLA3_TOKEN=") + kToken};
+    const std::vector<std::string> env = {std::string("RLVLA3_TOKEN=") +
+                                          kToken};
     auto args = [](std::vector<std::string> a) {
       std::vector<std::string> c = ConfigArgs();
       a.insert(a.end(), c.begin(), c.end());
@@ -49,26 +46,26 @@ class ServeTest : public ::testing::Test {
         RLVLA3_BINARY, args({"serve", "learner", "--listen", "127.0.0.1:0"}),
         env, dir_->File("learner"));
     ASSERT_TRUE(learner_->WaitReady(120)) << learner_->Log();
-    inference_ = new RoleProcess(
-        RLVLA3_BINARY,
-        args({"serve", "inference", "--listen", "127.0.0.1:0", "--learner",
-              learner_->address()}),
-        env, dir_->File("inference"));
+    inference_ =
+        new RoleProcess(RLVLA3_BINARY,
+                        args({"serve", "inference", "--listen", "127.0.0.1:0",
+                              "--learner", learner_->address()}),
+                        env, dir_->File("inference"));
     ASSERT_TRUE(inference_->WaitReady(120)) << inference_->Log();
     // A second inference server no worker uses: every env id is free for the
     // test's own observations.
-    spare_inference_ = new RoleProcess(
-        RLVLA3_BINARY,
-        args({"serve", "inference", "--listen", "127.0.0.1:0", "--learner",
-              learner_->address()}),
-        env, dir_->File("spare_inference"));
+    spare_inference_ =
+        new RoleProcess(RLVLA3_BINARY,
+                        args({"serve", "inference", "--listen", "127.0.0.1:0",
+                              "--learner", learner_->address()}),
+                        env, dir_->File("spare_inference"));
     ASSERT_TRUE(spare_inference_->WaitReady(120)) << spare_inference_->Log();
-    rollout_ = new RoleProcess(
-        RLVLA3_BINARY,
-        args({"serve", "rollout", "--listen", "127.0.0.1:0", "--learner",
-              learner_->address(), "--inference", inference_->address(),
-              "--worker", "0"}),
-        env, dir_->File("rollout"));
+    rollout_ =
+        new RoleProcess(RLVLA3_BINARY,
+                        args({"serve", "rollout", "--listen", "127.0.0.1:0",
+                              "--learner", learner_->address(), "--inference",
+                              inference_->address(), "--worker", "0"}),
+                        env, dir_->File("rollout"));
     ASSERT_TRUE(rollout_->WaitReady(120)) << rollout_->Log();
   }
   static void TearDownTestSuite() {
@@ -161,8 +158,8 @@ TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
   v1::Observation nan = good;
   nan.set_env_id(0);
   float bad = std::numeric_limits<float>::quiet_NaN();
-  nan.mutable_proprio()->mutable_data()->replace(8, 4,
-                                                 reinterpret_cast<char*>(&bad), 4);
+  nan.mutable_proprio()->mutable_data()->replace(
+      8, 4, reinterpret_cast<char*>(&bad), 4);
   v1::Observation small = good;
   small.set_env_id(1);
   small.mutable_images(0)->mutable_rgb()->set_shape(0, 32);
@@ -173,7 +170,8 @@ TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
   ASSERT_TRUE(stream->Write(nan));
   ASSERT_TRUE(stream->Read(&reply));
   EXPECT_EQ(reply.error_code(), 3);  // INVALID_ARGUMENT
-  EXPECT_NE(reply.error_message().find("observation.proprio"), std::string::npos)
+  EXPECT_NE(reply.error_message().find("observation.proprio"),
+            std::string::npos)
       << reply.error_message();
   ASSERT_TRUE(stream->Write(small));
   ASSERT_TRUE(stream->Read(&reply));
@@ -184,7 +182,8 @@ TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
   ASSERT_TRUE(stream->Write(wrong_env));
   ASSERT_TRUE(stream->Read(&reply));
   EXPECT_EQ(reply.error_code(), 3);
-  EXPECT_NE(reply.error_message().find("observation.env_id"), std::string::npos);
+  EXPECT_NE(reply.error_message().find("observation.env_id"),
+            std::string::npos);
   // The same stream, a well-formed observation: served.
   ASSERT_TRUE(stream->Write(good));
   ASSERT_TRUE(stream->Read(&reply));

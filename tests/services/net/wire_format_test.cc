@@ -2,13 +2,14 @@
 // are refused naming the field; weights round-trip across chunks into another
 // policy, and a wrong kind, a corrupted byte or a different architecture is
 // refused with an error that says which.
+#include "services/net/wire_format.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "policies/tiny_vla_policy.h"
 #include "rlvla3/v1/rollout.pb.h"
 #include "services/net/weight_codec.h"
-#include "services/net/wire_format.h"
 
 namespace rlvla3 {
 namespace {
@@ -58,8 +59,8 @@ TEST(WireFormat, SegmentRoundTripsExactly) {
   const size_t rows = 5 * a.image_bytes;  // n + bootstrap
   EXPECT_TRUE(std::equal(a.agentview.begin(), a.agentview.begin() + rows,
                          b.agentview.begin()));
-  EXPECT_TRUE(std::equal(a.wrist.begin(), a.wrist.begin() + rows,
-                         b.wrist.begin()));
+  EXPECT_TRUE(
+      std::equal(a.wrist.begin(), a.wrist.begin() + rows, b.wrist.begin()));
   for (int t = 0; t < 4; ++t) {
     EXPECT_EQ(a.values[t], b.values[t]);
     EXPECT_EQ(a.rewards[t], b.rewards[t]);
@@ -94,8 +95,8 @@ TEST(WireFormat, MalformedSegmentIsRefusedNamingTheField) {
 
   v1::TrajectorySegment nan = m;
   const float bad = std::numeric_limits<float>::infinity();
-  nan.mutable_rewards()->mutable_data()->replace(0, 4,
-                                                 reinterpret_cast<const char*>(&bad), 4);
+  nan.mutable_rewards()->mutable_data()->replace(
+      0, 4, reinterpret_cast<const char*>(&bad), 4);
   s = DecodeSegment(nan, &b);
   EXPECT_NE(s.message().find("segment.rewards"), std::string::npos) << s;
 
