@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,7 +33,11 @@ absl::Status ChildProcess::Start() {
     return absl::UnavailableError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid == 0) {
-    // The child: async-signal-safe calls only.
+    // The child: async-signal-safe calls only. Its own process group, so a
+    // terminal's Ctrl-C reaches `up` alone (which stops the roles in order);
+    // SIGTERM when `up` dies, so no role outlives it.
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
     execve(argv[0], argv.data(), environ);
@@ -54,6 +59,10 @@ bool ChildProcess::Poll() {
     exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   }
   return exited_;
+}
+
+void ChildProcess::Terminate() {
+  if (!Poll()) kill(pid_, SIGTERM);
 }
 
 void ChildProcess::Stop(absl::Duration grace) {

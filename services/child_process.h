@@ -38,6 +38,8 @@ class ChildProcess {
   // True once it has exited (reaped); never blocks.
   bool Poll();
   bool running() { return pid_ > 0 && !Poll(); }
+  // Sends SIGTERM without waiting (when running).
+  void Terminate();
   // SIGTERM, then SIGKILL after `grace`; waits for it. Idempotent.
   void Stop(absl::Duration grace);
   // Exit code, or -signal when a signal ended it.

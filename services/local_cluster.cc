@@ -204,8 +204,12 @@ int RunUpLocal(const UpLocalOptions& o) {
         {"--learner", l.learner, "--inference", all_inference, "--worker",
          absl::StrCat(w)});
   }
+  // Every process of a role is asked at once, then each is waited for.
   auto stop_all = [&] {
     for (Role r : {Role::kRollout, Role::kInference, Role::kLearner}) {
+      for (Member& m : members) {
+        if (m.role == r) m.process->Terminate();
+      }
       for (Member& m : members) {
         if (m.role == r) m.process->Stop(absl::Seconds(10));
       }
@@ -327,9 +331,20 @@ int RunDownLocal(const std::string& run_dir) {
     std::fprintf(stderr, "rl-vla3 down: up (pid %d) is not running\n", pid);
     return kExitFailure;
   }
-  // Wait for `up` to stop every role (it removes up.pid).
-  for (int i = 0; i < 600 && kill(pid, 0) == 0; ++i) {
+  // Wait for `up` to stop every role (10 s grace per role kind at most): it
+  // removes up.pid last. (kill(pid, 0) alone would also succeed on a zombie
+  // `up` its parent has not reaped.)
+  const std::string pid_file = run_dir + "/up.pid";
+  auto stopping = [&] {
+    std::error_code ec;
+    return std::filesystem::exists(pid_file, ec) && kill(pid, 0) == 0;
+  };
+  for (int i = 0; i < 600 && stopping(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (stopping()) {
+    std::fprintf(stderr, "rl-vla3 down: up (pid %d) is still stopping\n", pid);
+    return kExitFailure;
   }
   std::printf("down: the run in %s is stopped\n", run_dir.c_str());
   return kExitOk;

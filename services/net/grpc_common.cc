@@ -63,6 +63,9 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, Ms(net.keepalive));
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, Ms(net.keepalive_timeout));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // Idle streams (a weight subscription between versions) keep pinging, so
+  // a learner host that vanishes without closing the connection is noticed.
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -82,12 +83,17 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
     return r;
   }
 
-  // Level 2: a segment for `in`, or parks `r` until one is released.
-  bool TakeSegment(SegmentsReactor* r, RolloutSegment** out) {
+  // Level 2: a free segment for the message `r` has read, or `r` is parked
+  // until one is released (kParked), or `r` must finish (its call was
+  // cancelled, or the service is closing).
+  enum class Take { kSegment, kParked, kFinish };
+  Take TakeSegment(SegmentsReactor* r, bool cancelled, RolloutSegment** out) {
     std::lock_guard<std::mutex> lock(mu);
+    if (cancelled || stopping) return Take::kFinish;
     *out = pool.TryAcquire();
-    if (*out == nullptr) parked.push_back(r);
-    return *out != nullptr;
+    if (*out != nullptr) return Take::kSegment;
+    parked.push_back(r);
+    return Take::kParked;
   }
   // Decodes `m` into `s` and queues it (or counts it rejected).
   void Ingest(const v1::TrajectorySegment& m, RolloutSegment* s);
@@ -147,10 +153,21 @@ class SegmentsReactor final
       return;
     }
     RolloutSegment* s = nullptr;
-    if (!svc_->TakeSegment(this, &s)) return;  // resumed by Release
-    Resume(s);
+    switch (svc_->TakeSegment(this, cancelled_.load(), &s)) {
+      case LearnerService::Impl::Take::kSegment:
+        Resume(s);
+        return;
+      case LearnerService::Impl::Take::kParked:
+        return;  // resumed by GiveBack, or finished by OnCancel / Close
+      case LearnerService::Impl::Take::kFinish:
+        Finish(grpc::Status::CANCELLED);
+        return;
+    }
   }
+  // May run beside OnReadDone: the flag stops a read that completes now from
+  // parking; whoever takes the reactor out of `parked` finishes it.
   void OnCancel() override {
+    cancelled_.store(true);
     if (svc_->Unpark(this)) Finish(grpc::Status::CANCELLED);
   }
   void OnDone() override { delete this; }
@@ -166,12 +183,17 @@ class SegmentsReactor final
   LearnerService::Impl* svc_;
   v1::PushSegmentsReply* reply_;
   v1::TrajectorySegment in_;
+  std::atomic<bool> cancelled_{false};
 };
 
 class WeightsReactor final : public grpc::ServerWriteReactor<v1::WeightUpdate> {
  public:
+  // A subscriber that has version 0 may have nothing yet: it gets the
+  // latest version even when that is 0.
   WeightsReactor(uint64_t have_version, bool versions_only)
-      : sent_(have_version), versions_only_(versions_only) {}
+      : sent_(have_version),
+        sent_any_(have_version > 0),
+        versions_only_(versions_only) {}
   // A new version is ready (any thread; never blocks).
   void Offer(std::shared_ptr<const EncodedVersion> e) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -185,8 +207,8 @@ class WeightsReactor final : public grpc::ServerWriteReactor<v1::WeightUpdate> {
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> lock(mu_);
     writing_ = false;
-    if (!ok) {
-      FinishOnce(grpc::Status::OK);
+    if (!ok) {  // the subscriber is gone
+      FinishOnce(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
       return;
     }
     if (!finished_) WriteNext();
@@ -227,7 +249,7 @@ class WeightsReactor final : public grpc::ServerWriteReactor<v1::WeightUpdate> {
 
   std::mutex mu_;
   uint64_t sent_ ABSL_GUARDED_BY(mu_);  // newest version started (or had)
-  bool sent_any_ ABSL_GUARDED_BY(mu_) = false;
+  bool sent_any_ ABSL_GUARDED_BY(mu_);
   const bool versions_only_;
   std::shared_ptr<const EncodedVersion> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const EncodedVersion> latest_ ABSL_GUARDED_BY(mu_);
@@ -330,6 +352,18 @@ void LearnerService::Impl::EncoderLoop() {
                     std::string(chunks.status().message()));
       continue;
     }
+    bool too_big = false;
+    for (const v1::WeightUpdate& c : *chunks) {
+      if (static_cast<int64_t>(c.ByteSizeLong()) > net.max_message_bytes) {
+        spdlog::error(
+            "learner: weights version {} has a {} byte message, over the {} "
+            "byte limit (a single tensor larger than the limit): not sent",
+            latest.version, c.ByteSizeLong(), net.max_message_bytes);
+        too_big = true;
+        break;
+      }
+    }
+    if (too_big) continue;
     auto e = std::make_shared<EncodedVersion>();
     e->version = latest.version;
     e->chunks = *std::move(chunks);
@@ -385,12 +419,17 @@ void LearnerService::Release(RolloutSegment* segment) {
 size_t LearnerService::depth() const { return impl_->queue.depth(); }
 
 void LearnerService::Close() {
+  std::deque<SegmentsReactor*> parked;
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->stopping) return;
     impl_->stopping = true;
     impl_->cv.notify_all();
+    parked.swap(impl_->parked);
   }
+  // Parked streams have no operation outstanding: finish them here (the
+  // server's shutdown waits for every call to end).
+  for (SegmentsReactor* r : parked) r->Finish(grpc::Status::CANCELLED);
   impl_->queue.Close();
   if (impl_->encoder.joinable()) impl_->encoder.join();
 }

@@ -38,7 +38,7 @@ struct GrpcObservationChannel::Stream final
   absl::Status Submit(const ObservationRequest& r) {
     std::lock_guard<std::mutex> lock(mu);
     if (!first_error.ok()) return first_error;
-    if (closing || done) {
+    if (closing || done || broken) {
       return absl::CancelledError("observation channel closed");
     }
     pending.push_back(r);
@@ -56,23 +56,49 @@ struct GrpcObservationChannel::Stream final
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu);
-    writing = false;
-    if (!ok) {
-      // The stream broke; OnDone brings its status.
-      broken = true;
-    } else if (!pending.empty() && !closing) {
-      WriteNext();
-      return;
+    bool release = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      writing = false;
+      if (!ok) {
+        release = Broke();
+      } else if (!pending.empty() && !closing && !broken) {
+        WriteNext();
+        return;
+      }
+      if (closing && !writes_done_sent && !broken) {
+        writes_done_sent = true;
+        StartWritesDone();
+      }
     }
-    if (closing && !writes_done_sent) {
-      writes_done_sent = true;
-      StartWritesDone();
+    if (release) RemoveHold();
+  }
+
+  // The stream failed (the server is gone, or refused the call): no more
+  // writes; the hold goes so that OnDone brings the call's status. True when
+  // the caller must RemoveHold (outside the lock).
+  bool Broke() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    broken = true;
+    pending.clear();
+    if (first_error.ok() && !closing) {
+      first_error = absl::UnavailableError(
+          absl::StrCat("inference ", target, ": the stream broke"));
     }
+    if (hold_released) return false;
+    hold_released = true;
+    return true;
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return;  // the stream is ending; OnDone has the status
+    if (!ok) {  // the server ended the stream, or it broke
+      bool release;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        release = Broke();
+      }
+      if (release) RemoveHold();
+      return;
+    }
     absl::Status s = CheckReply(reply, options.shape);
     ActionReply r = ReplyView(reply);
     r.env -= options.env_offset;
@@ -88,7 +114,8 @@ struct GrpcObservationChannel::Stream final
 
   void OnDone(const grpc::Status& s) override {
     std::lock_guard<std::mutex> lock(mu);
-    if (!s.ok() && first_error.ok() && !closing) {
+    if (!s.ok() && !closing) {
+      // The call's own status says more than "the stream broke".
       first_error = FromGrpcStatus(s, absl::StrCat("inference ", target));
     }
     done = true;
@@ -102,17 +129,20 @@ struct GrpcObservationChannel::Stream final
 
   void Close() {
     if (!begun) return;
+    bool release;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (closing) return;
       closing = true;
       pending.clear();
-      if (!writing && !writes_done_sent) {
+      if (!writing && !writes_done_sent && !broken) {
         writes_done_sent = true;
         StartWritesDone();
       }
+      release = !hold_released;
+      hold_released = true;
     }
-    RemoveHold();
+    if (release) RemoveHold();
     std::unique_lock<std::mutex> lock(mu);
     if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
       ctx.TryCancel();  // the server did not finish in time
@@ -145,6 +175,7 @@ struct GrpcObservationChannel::Stream final
   bool broken ABSL_GUARDED_BY(mu) = false;
   bool closing ABSL_GUARDED_BY(mu) = false;
   bool writes_done_sent ABSL_GUARDED_BY(mu) = false;
+  bool hold_released ABSL_GUARDED_BY(mu) = false;
   bool done ABSL_GUARDED_BY(mu) = false;
   absl::Status first_error ABSL_GUARDED_BY(mu);
 };

@@ -32,9 +32,11 @@ struct GrpcSegmentChannel::Stream final
 
   absl::Status Push(const RolloutSegment& s) {
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return !free.empty() || closing || done; });
+    cv.wait(lock, [&] { return !free.empty() || closing || done || broken; });
     if (!first_error.ok()) return first_error;
-    if (closing || done) return absl::CancelledError("segment channel closed");
+    if (closing || done || broken) {
+      return absl::CancelledError("segment channel closed");
+    }
     v1::TrajectorySegment* m = free.back();
     free.pop_back();
     EncodeSegment(s, m);
@@ -48,24 +50,42 @@ struct GrpcSegmentChannel::Stream final
   }
 
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu);
-    writing = false;
-    free.push_back(queue.front());
-    queue.pop_front();
-    cv.notify_all();
-    if (!ok) return;  // the stream broke; OnDone brings the status
-    if (!queue.empty()) {
-      writing = true;
-      StartWrite(queue.front());
-    } else if (closing && !writes_done_sent) {
-      writes_done_sent = true;
-      StartWritesDone();
+    bool release = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      writing = false;
+      free.push_back(queue.front());
+      queue.pop_front();
+      cv.notify_all();
+      if (!ok) {
+        // The learner is gone or refused the call: no more writes (queued
+        // segments are lost with the stream, and Push says so from now on);
+        // the hold goes so that OnDone brings the call's status.
+        broken = true;
+        while (!queue.empty()) {
+          free.push_back(queue.front());
+          queue.pop_front();
+        }
+        if (first_error.ok() && !closing) {
+          first_error = absl::UnavailableError(
+              absl::StrCat("learner ", target, ": the segment stream broke"));
+        }
+        release = !hold_released;
+        hold_released = true;
+      } else if (!queue.empty()) {
+        writing = true;
+        StartWrite(queue.front());
+      } else if (closing && !writes_done_sent) {
+        writes_done_sent = true;
+        StartWritesDone();
+      }
     }
+    if (release) RemoveHold();
   }
 
   void OnDone(const grpc::Status& s) override {
     std::lock_guard<std::mutex> lock(mu);
-    if (!s.ok() && first_error.ok() && !cancelled) {
+    if (!s.ok() && !cancelled && !closing) {
       first_error = FromGrpcStatus(s, absl::StrCat("learner ", target));
     }
     done = true;
@@ -73,17 +93,20 @@ struct GrpcSegmentChannel::Stream final
   }
 
   void Close() {
+    bool release;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (closing) return;
       closing = true;
       cv.notify_all();
-      if (!writing && !writes_done_sent) {
+      if (!writing && !writes_done_sent && !broken) {
         writes_done_sent = true;
         StartWritesDone();
       }
+      release = !hold_released;
+      hold_released = true;
     }
-    RemoveHold();
+    if (release) RemoveHold();
     std::unique_lock<std::mutex> lock(mu);
     if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
       cancelled = true;
@@ -104,6 +127,8 @@ struct GrpcSegmentChannel::Stream final
   bool writing ABSL_GUARDED_BY(mu) = false;
   bool closing ABSL_GUARDED_BY(mu) = false;
   bool writes_done_sent ABSL_GUARDED_BY(mu) = false;
+  bool broken ABSL_GUARDED_BY(mu) = false;
+  bool hold_released ABSL_GUARDED_BY(mu) = false;
   bool cancelled ABSL_GUARDED_BY(mu) = false;
   bool done ABSL_GUARDED_BY(mu) = false;
   uint64_t pushed ABSL_GUARDED_BY(mu) = 0;
