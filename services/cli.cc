@@ -538,15 +538,12 @@ int VerbServe(const std::string& role, const CommonFlags& f) {
 
 // The network options of a run's clients (the shared token, if any).
 std::optional<NetOptions> ClientNet(const Config& c) {
-  absl::StatusOr<std::string> token =
-      ReadToken(c.cluster.token_file, "RLVLA3_TOKEN");
-  if (!token.ok()) {
-    std::fprintf(stderr, "rl-vla3: %s\n", token.status().ToString().c_str());
+  absl::StatusOr<NetOptions> net = NetOptionsFromConfig(c);
+  if (!net.ok()) {
+    std::fprintf(stderr, "rl-vla3: %s\n", net.status().ToString().c_str());
     return std::nullopt;
   }
-  NetOptions n;
-  n.token = *token;
-  return n;
+  return *net;
 }
 
 int VerbUpDown(const std::string& verb, bool local, const CommonFlags& f) {

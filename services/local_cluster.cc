@@ -39,13 +39,13 @@ const char* RoleName(Role r) {
   return "?";
 }
 
-absl::StatusOr<v1::RoleStatus> QueryStatus(Role role, const std::string& target,
-                                           const NetOptions& net) {
+absl::StatusOr<v1::RoleStatus> QueryStatus(
+    Role role, const std::shared_ptr<grpc::Channel>& ch,
+    const std::string& target, const NetOptions& net) {
   grpc::ClientContext ctx;
   PrepareContext(&ctx, net, net.call_timeout);
   v1::RoleStatus out;
   grpc::Status s;
-  auto ch = MakeChannel(target, net);
   v1::StatusRequest req;
   switch (role) {
     case Role::kLearner:
@@ -67,6 +67,7 @@ struct Member {
   Role role;
   int index = 0;
   std::string address;
+  std::shared_ptr<grpc::Channel> channel;  // status polls, kept connected
   std::unique_ptr<ChildProcess> process;
   int restarts = 0;
   Clock::time_point restart_at{};
@@ -185,6 +186,7 @@ int RunUpLocal(const UpLocalOptions& o) {
     m.role = role;
     m.index = index;
     m.address = address;
+    m.channel = MakeChannel(address, o.net);
     const std::string log =
         role == Role::kLearner
             ? logs + "/learner.log"
@@ -290,7 +292,8 @@ int RunUpLocal(const UpLocalOptions& o) {
       }
       NetOptions quick = o.net;
       quick.call_timeout = absl::Milliseconds(500);
-      absl::StatusOr<v1::RoleStatus> st = QueryStatus(m.role, m.address, quick);
+      absl::StatusOr<v1::RoleStatus> st =
+          QueryStatus(m.role, m.channel, m.address, quick);
       if (st.ok()) {
         m.status = *std::move(st);
         m.last_heard = Clock::now();
@@ -364,7 +367,8 @@ int RunStatus(const ClusterLayout& l, const NetOptions& net) {
     absl::StatusOr<std::string> h = CheckHealth(address, quick);
     const std::string health = h.ok() ? *h : "UNREACHABLE";
     all = all && health == "SERVING";
-    absl::StatusOr<v1::RoleStatus> st = QueryStatus(role, address, quick);
+    absl::StatusOr<v1::RoleStatus> st =
+        QueryStatus(role, MakeChannel(address, quick), address, quick);
     std::string version = "-", rate = "-", up = "-";
     if (st.ok()) {
       version = absl::StrCat(st->policy_version());

@@ -15,6 +15,7 @@
 #include "rlvla3/v1/tensor.pb.h"
 #include "runtime/bounded_queue.h"
 #include "runtime/dynamic_batcher.h"
+#include "runtime/steady_clock.h"
 #include "runtime/supervisor.h"
 #include "runtime/tensor_codec.h"
 
@@ -22,12 +23,6 @@ namespace rlvla3 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             Clock::now().time_since_epoch())
-      .count();
-}
 
 // One request on the queue: which env, which step, when it was submitted. The
 // observation itself stays in the env's slot (no per-item allocation).
@@ -108,7 +103,7 @@ absl::StatusOr<SelfCheckReport> RunSelfCheck(
           std::this_thread::sleep_for(step_time);  // the emulated simulator
         }
         StageTimer::IdleScope idle(env_stage);
-        const int64_t submit = NowNs();
+        const int64_t submit = SteadyNowNs();
         if (requests.Push(Request{static_cast<int32_t>(e), step, submit}) !=
             QueueStatus::kOk) {
           return absl::CancelledError("request queue closed");
@@ -117,7 +112,7 @@ absl::StatusOr<SelfCheckReport> RunSelfCheck(
         if (slot.reply_step != step && sup.stopping())
           return absl::CancelledError("stopped");
         if (slot.reply_step != step) mismatched.fetch_add(1);
-        wait_ms.Observe(static_cast<double>(NowNs() - submit) * 1e-6);
+        wait_ms.Observe(static_cast<double>(SteadyNowNs() - submit) * 1e-6);
         frames.Add();
       }
       if (envs_left.fetch_sub(1) == 1)

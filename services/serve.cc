@@ -59,10 +59,9 @@ absl::StatusOr<RoleSetup> Setup(const Config& c) {
         "run.mode: serve runs the roles asynchronously (sync across "
         "processes is `bench --placement processes`)");
   }
-  absl::StatusOr<std::string> token =
-      ReadToken(c.cluster.token_file, "RLVLA3_TOKEN");
-  if (!token.ok()) return token.status();
-  s.net.token = *token;
+  absl::StatusOr<NetOptions> net = NetOptionsFromConfig(c);
+  if (!net.ok()) return net.status();
+  s.net = *net;
   // Message limits from what crosses: a whole segment, a weight chunk.
   const SegmentShape& sh = s.options.segment_shape;
   const int64_t segment_bytes =
@@ -254,23 +253,15 @@ class RolloutControlService final : public v1::RolloutControl::CallbackService {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest*,
                                       v1::RoleStatus* out) override {
-    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-    grpc::Status auth = CheckToken(ctx, net_);
-    if (auth.ok()) fill_(out);
-    r->Finish(auth);
-    return r;
+    return AnswerNow(ctx, net_, [&] { fill_(out); });
   }
   grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* ctx,
                                  const v1::RolloutStopRequest*,
                                  v1::RoleStatus* out) override {
-    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-    grpc::Status auth = CheckToken(ctx, net_);
-    if (auth.ok()) {
+    return AnswerNow(ctx, net_, [&] {
       stop_.store(true);
       fill_(out);
-    }
-    r->Finish(auth);
-    return r;
+    });
   }
 
  private:
@@ -387,6 +378,15 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
 }
 
 }  // namespace
+
+absl::StatusOr<NetOptions> NetOptionsFromConfig(const Config& c) {
+  absl::StatusOr<std::string> token =
+      ReadToken(c.cluster.token_file, "RLVLA3_TOKEN");
+  if (!token.ok()) return token.status();
+  NetOptions n;
+  n.token = *token;
+  return n;
+}
 
 int RunServe(const Config& c, const ServeFlags& flags) {
   absl::StatusOr<RoleSetup> s = Setup(c);

@@ -26,7 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "runtime/config.h"
+#include "services/net/grpc_common.h"
 
 namespace rlvla3 {
 
@@ -41,6 +43,10 @@ struct ServeFlags {
 
 // The process exit code.
 int RunServe(const Config& c, const ServeFlags& flags);
+
+// A run's network options for its clients and servers: the shared token
+// (cluster.token_file, else env RLVLA3_TOKEN), default limits.
+absl::StatusOr<NetOptions> NetOptionsFromConfig(const Config& c);
 
 }  // namespace rlvla3
 

@@ -7,13 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/steady_clock.h"
 
 namespace rlvla3 {
 namespace {
-
-int64_t NowNs() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
 
 // The batch's observations as one PolicyInput (one copy per image).
 PolicyInput GatherRequests(const std::vector<ObservationRequest>& batch,
@@ -89,7 +86,7 @@ absl::Status InferenceServer::Infer(
     const std::vector<ObservationRequest>& batch,
     std::vector<ActionReply>& replies, std::shared_ptr<Policy>& policy,
     uint64_t& have_version) {
-  const int64_t t0 = NowNs();
+  const int64_t t0 = SteadyNowNs();
   if (weights_->version() != have_version || policy == nullptr) {
     WeightChannel<Policy>::Entry e = weights_->Latest();
     policy = e.value;
@@ -114,7 +111,7 @@ absl::Status InferenceServer::Infer(
                   logp.data_ptr<float>() + i * options_.chunk,
                   values.data_ptr<float>()[i]};
   }
-  const int64_t t1 = NowNs();
+  const int64_t t1 = SteadyNowNs();
   inference_ms_->Observe((t1 - t0) / 1e6);
   batch_size_->Observe(static_cast<double>(batch.size()));
   timeline_->Record(StageInterval::kInference, t0, t1);
@@ -134,9 +131,9 @@ absl::Status InferenceServer::ActorLoop() {
   if (!options_.full_batch) {
     DynamicBatcher<ObservationRequest> batcher(&requests, options_.batcher);
     for (;;) {
-      const int64_t w0 = NowNs();
+      const int64_t w0 = SteadyNowNs();
       const QueueStatus s = batcher.NextBatch(batch);
-      stage_->AddIdle(std::chrono::nanoseconds(NowNs() - w0));
+      stage_->AddIdle(std::chrono::nanoseconds(SteadyNowNs() - w0));
       if (s == QueueStatus::kClosed) return absl::OkStatus();
       if (batch.empty()) continue;
       if (absl::Status st = Infer(batch, replies, policy, have_version);
@@ -148,12 +145,12 @@ absl::Status InferenceServer::ActorLoop() {
   std::vector<ObservationRequest> buf(std::max<size_t>(1, requests.capacity()));
   for (;;) {
     size_t n = 0;
-    const int64_t w0 = NowNs();
+    const int64_t w0 = SteadyNowNs();
     const size_t room =
         buf.size() > batch.size() ? buf.size() - batch.size() : 1;
     const QueueStatus s =
         requests.PopBulk(buf.data(), room, absl::Milliseconds(20), &n);
-    stage_->AddIdle(std::chrono::nanoseconds(NowNs() - w0));
+    stage_->AddIdle(std::chrono::nanoseconds(SteadyNowNs() - w0));
     if (s == QueueStatus::kClosed) return absl::OkStatus();
     batch.insert(batch.end(), buf.begin(), buf.begin() + n);
     if (batch.empty() ||

@@ -5,16 +5,11 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/steady_clock.h"
 #include "runtime/thread_priority.h"
 
 namespace rlvla3 {
-namespace {
-
-int64_t NowNs() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 struct Learner::Metrics {
   Counter* trained = nullptr;
@@ -142,9 +137,9 @@ std::vector<int64_t> Learner::LagHistogram() const {
 TrainablePolicy& Learner::policy() { return core_->policy(); }
 
 void Learner::Publish() {
-  const int64_t t0 = NowNs();
+  const int64_t t0 = SteadyNowNs();
   weights_->Publish(core_->MakeSnapshot(), core_->version());
-  const int64_t t1 = NowNs();
+  const int64_t t1 = SteadyNowNs();
   m_->publish_ms->Observe((t1 - t0) / 1e6);
   timeline_->Record(StageInterval::kWeightPublish, t0, t1);
 }
@@ -176,17 +171,17 @@ absl::Status Learner::Loop() {
   }
   const int64_t global_units = core_->global_units();
   std::vector<RolloutSegment*> buf(64);
-  last_step_ns_ = NowNs();
+  last_step_ns_ = SteadyNowNs();
   for (;;) {
     // Wait for segments (learner idle time).
     size_t n = 0;
-    const int64_t w0 = NowNs();
+    const int64_t w0 = SteadyNowNs();
     const QueueStatus s =
         segments_->PopBulk(buf.data(), buf.size(), absl::Milliseconds(20), &n);
-    m_->stage->AddIdle(std::chrono::nanoseconds(NowNs() - w0));
+    m_->stage->AddIdle(std::chrono::nanoseconds(SteadyNowNs() - w0));
     if (s == QueueStatus::kClosed && n == 0) return absl::OkStatus();
     if (n > 0) {
-      const int64_t now = NowNs();
+      const int64_t now = SteadyNowNs();
       std::vector<RolloutSegment*> got(buf.begin(), buf.begin() + n);
       for (RolloutSegment* seg : got)
         m_->trajectory_dwell_ms->Observe((now - seg->enqueue_ns) / 1e6);
@@ -200,15 +195,15 @@ absl::Status Learner::Loop() {
       continue;
     }
     while (options_.whole_batch ? core_->CanTrain() : core_->ShouldTrain()) {
-      const int64_t t0 = NowNs();
+      const int64_t t0 = SteadyNowNs();
       core_->TrainMicroBatch();
-      const int64_t t1 = NowNs();
+      const int64_t t1 = SteadyNowNs();
       m_->stage->AddBusy(std::chrono::nanoseconds(t1 - t0));
       timeline_->Record(StageInterval::kLearnerUpdate, t0, t1);
       if (!core_->ReadyToStep()) continue;
-      const int64_t u0 = NowNs();
+      const int64_t u0 = SteadyNowNs();
       LearnerStepStats st = core_->Step();
-      RecordStep(st, u0, NowNs());
+      RecordStep(st, u0, SteadyNowNs());
       if (on_step_) on_step_(st);
       Publish();
       if (options_.max_steps > 0 &&

@@ -123,6 +123,25 @@ absl::StatusOr<std::string> CheckHealth(const std::string& target,
       resp.status());
 }
 
+grpc::ServerUnaryReactor* AnswerNow(grpc::CallbackServerContext* ctx,
+                                    const NetOptions& net,
+                                    const std::function<void()>& fill) {
+  grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+  grpc::Status auth = CheckToken(ctx, net);
+  if (auth.ok()) fill();
+  r->Finish(auth);
+  return r;
+}
+
+void AwaitStreamEnd(std::unique_lock<std::mutex>& lock,
+                    std::condition_variable& cv, grpc::ClientContext& ctx,
+                    const std::function<bool()>& done) {
+  if (!cv.wait_for(lock, std::chrono::seconds(5), done)) {
+    ctx.TryCancel();  // the server did not finish in time
+    cv.wait(lock, done);
+  }
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()),
                       std::string(s.message()));

@@ -20,8 +20,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -64,6 +67,29 @@ grpc::Status CheckToken(const grpc::CallbackServerContext* ctx,
 // "NOT_SERVING", ..., or the call's error.
 absl::StatusOr<std::string> CheckHealth(const std::string& target,
                                         const NetOptions& net);
+
+// A streaming call refused before it starts (e.g. a missing token): the
+// reactor only finishes the call with `s`.
+template <typename Reactor>
+Reactor* RefuseCall(grpc::Status s) {
+  class Refused final : public Reactor {
+   public:
+    explicit Refused(grpc::Status s) { this->Finish(std::move(s)); }
+    void OnDone() override { delete this; }
+  };
+  return new Refused(std::move(s));
+}
+
+// A unary call answered at once: checks the token, then `fill()`s the reply.
+grpc::ServerUnaryReactor* AnswerNow(grpc::CallbackServerContext* ctx,
+                                    const NetOptions& net,
+                                    const std::function<void()>& fill);
+
+// A client stream's end: waits (with `lock` on the stream's mutex) until
+// `done()`, at most 5 s; then cancels the call and waits for it.
+void AwaitStreamEnd(std::unique_lock<std::mutex>& lock,
+                    std::condition_variable& cv, grpc::ClientContext& ctx,
+                    const std::function<bool()>& done);
 
 grpc::Status ToGrpcStatus(const absl::Status& s);
 absl::Status FromGrpcStatus(const grpc::Status& s, const std::string& what);

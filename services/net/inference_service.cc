@@ -9,15 +9,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/steady_clock.h"
 
 namespace rlvla3 {
 namespace {
-
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Writes one stream's replies in order, one write in flight, from any
 // thread; finishes the stream once the client is done and every queued reply
@@ -82,12 +77,8 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
   grpc::ServerBidiReactor<v1::Observation, v1::ActionReply>* Act(
       grpc::CallbackServerContext* ctx) override {
     if (grpc::Status auth = CheckToken(ctx, net); !auth.ok()) {
-      struct Refuse final
-          : grpc::ServerBidiReactor<v1::Observation, v1::ActionReply> {
-        explicit Refuse(grpc::Status s) { Finish(std::move(s)); }
-        void OnDone() override { delete this; }
-      };
-      return new Refuse(std::move(auth));
+      return RefuseCall<
+          grpc::ServerBidiReactor<v1::Observation, v1::ActionReply>>(auth);
     }
     return new ActReactor(this);
   }
@@ -95,35 +86,25 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest*,
                                       v1::RoleStatus* out) override {
-    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-    if (grpc::Status auth = CheckToken(ctx, net); !auth.ok()) {
-      r->Finish(auth);
-      return r;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    out->set_role("inference");
-    out->set_running(!queue.closed());
-    out->set_uptime_s(std::chrono::duration<double>(now - start).count());
-    const uint64_t n = observations->value();
-    out->set_observations(n);
-    {
-      std::lock_guard<std::mutex> lock(rate_mu);
-      const double dt =
-          std::chrono::duration<double>(now - last_status).count();
-      out->set_observations_per_s(dt > 0 ? (n - last_count) / dt : 0);
-      last_status = now;
-      last_count = n;
-    }
-    out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
-    out->set_invalid_requests(invalid->value());
-    std::function<void(v1::RoleStatus*)> fill;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      fill = status_fill;
-    }
-    if (fill) fill(out);
-    r->Finish(grpc::Status::OK);
-    return r;
+    return AnswerNow(ctx, net, [&] {
+      const auto now = std::chrono::steady_clock::now();
+      out->set_role("inference");
+      out->set_running(!queue.closed());
+      out->set_uptime_s(std::chrono::duration<double>(now - start).count());
+      const uint64_t n = observations->value();
+      out->set_observations(n);
+      {
+        std::lock_guard<std::mutex> lock(rate_mu);
+        const double dt =
+            std::chrono::duration<double>(now - last_status).count();
+        out->set_observations_per_s(dt > 0 ? (n - last_count) / dt : 0);
+        last_status = now;
+        last_count = n;
+      }
+      out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
+      out->set_invalid_requests(invalid->value());
+      if (status_fill) status_fill(out);
+    });
   }
 
   // On a stream's reaction: queues one observation for inference, or says
@@ -157,7 +138,7 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
                          slot->agentview.data(),
                          slot->wrist.data(),
                          slot->proprio.data(),
-                         SteadyNs()};
+                         SteadyNowNs()};
     const QueueStatus q = queue.Push(r, absl::ZeroDuration());
     if (q == QueueStatus::kOk) return absl::OkStatus();
     std::lock_guard<std::mutex> lock(mu);
@@ -184,7 +165,7 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
   std::chrono::steady_clock::time_point start;
   std::mutex mu;
   std::vector<Slot> slots ABSL_GUARDED_BY(mu);
-  std::function<void(v1::RoleStatus*)> status_fill ABSL_GUARDED_BY(mu);
+  std::function<void(v1::RoleStatus*)> status_fill;  // set before serving
   std::mutex rate_mu;
   std::chrono::steady_clock::time_point last_status ABSL_GUARDED_BY(rate_mu) =
       std::chrono::steady_clock::now();
@@ -285,7 +266,6 @@ grpc::Service* InferenceService::service() { return impl_.get(); }
 
 void InferenceService::SetStatusSource(
     std::function<void(v1::RoleStatus*)> fill) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->status_fill = std::move(fill);
 }
 

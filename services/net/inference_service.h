@@ -45,7 +45,8 @@ class InferenceService final : public ObservationSource {
   ~InferenceService() override;
 
   grpc::Service* service();
-  // What GetStatus reports besides the service's own counters.
+  // What GetStatus reports besides the service's own counters; set once,
+  // before the server starts.
   void SetStatusSource(std::function<void(v1::RoleStatus*)> fill);
 
   // ObservationSource.

@@ -15,17 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "policies/trainable_policy.h"
 #include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/steady_clock.h"
 #include "services/net/weight_codec.h"
 #include "services/net/wire_format.h"
 
 namespace rlvla3 {
 namespace {
-
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // One version, encoded once and shared by every subscriber.
 struct EncodedVersion {
@@ -60,27 +55,17 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest*,
                                       v1::RoleStatus* out) override {
-    grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-    if (grpc::Status auth = CheckToken(ctx, net); !auth.ok()) {
-      r->Finish(auth);
-      return r;
-    }
-    out->set_role("learner");
-    out->set_running(!queue.closed());
-    out->set_policy_version(weights->version());
-    out->set_uptime_s(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count());
-    out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
-    out->set_invalid_requests(rejected->value());
-    std::function<void(v1::RoleStatus*)> fill;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      fill = status_fill;
-    }
-    if (fill) fill(out);
-    r->Finish(grpc::Status::OK);
-    return r;
+    return AnswerNow(ctx, net, [&] {
+      out->set_role("learner");
+      out->set_running(!queue.closed());
+      out->set_policy_version(weights->version());
+      out->set_uptime_s(std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - start)
+                            .count());
+      out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
+      out->set_invalid_requests(rejected->value());
+      if (status_fill) status_fill(out);
+    });
   }
 
   // Level 2: a free segment for the message `r` has read, or `r` is parked
@@ -134,7 +119,7 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
   std::shared_ptr<const EncodedVersion> encoded ABSL_GUARDED_BY(mu);
   uint64_t publishes ABSL_GUARDED_BY(mu) = 0;  // heard of, to encode
   bool stopping ABSL_GUARDED_BY(mu) = false;
-  std::function<void(v1::RoleStatus*)> status_fill ABSL_GUARDED_BY(mu);
+  std::function<void(v1::RoleStatus*)> status_fill;  // set before serving
   std::thread encoder;
 };
 
@@ -264,11 +249,7 @@ grpc::ServerReadReactor<v1::TrajectorySegment>*
 LearnerService::Impl::PushSegments(grpc::CallbackServerContext* ctx,
                                    v1::PushSegmentsReply* reply) {
   if (grpc::Status auth = CheckToken(ctx, net); !auth.ok()) {
-    struct Refuse final : grpc::ServerReadReactor<v1::TrajectorySegment> {
-      explicit Refuse(grpc::Status s) { Finish(std::move(s)); }
-      void OnDone() override { delete this; }
-    };
-    return new Refuse(std::move(auth));
+    return RefuseCall<grpc::ServerReadReactor<v1::TrajectorySegment>>(auth);
   }
   return new SegmentsReactor(this, reply);
 }
@@ -277,11 +258,7 @@ grpc::ServerWriteReactor<v1::WeightUpdate>*
 LearnerService::Impl::SubscribeWeights(grpc::CallbackServerContext* ctx,
                                        const v1::WeightSubscription* request) {
   if (grpc::Status auth = CheckToken(ctx, net); !auth.ok()) {
-    struct Refuse final : grpc::ServerWriteReactor<v1::WeightUpdate> {
-      explicit Refuse(grpc::Status s) { Finish(std::move(s)); }
-      void OnDone() override { delete this; }
-    };
-    return new Refuse(std::move(auth));
+    return RefuseCall<grpc::ServerWriteReactor<v1::WeightUpdate>>(auth);
   }
   auto* r =
       new WeightsReactor(request->have_version(), request->versions_only());
@@ -300,7 +277,7 @@ void LearnerService::Impl::Ingest(const v1::TrajectorySegment& m,
     GiveBack(s);
     return;
   }
-  s->enqueue_ns = SteadyNs();
+  s->enqueue_ns = SteadyNowNs();
   received->Add();
   if (queue.Push(s, absl::ZeroDuration()) != QueueStatus::kOk) {
     std::lock_guard<std::mutex> lock(mu);

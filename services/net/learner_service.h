@@ -50,6 +50,8 @@ class LearnerService final : public SegmentSource {
   ~LearnerService() override;
 
   grpc::Service* service();
+  // What GetStatus reports besides the service's own counters; set once,
+  // before the server starts.
   void SetStatusSource(std::function<void(v1::RoleStatus*)> fill);
 
   // SegmentSource.

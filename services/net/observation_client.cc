@@ -144,10 +144,7 @@ struct GrpcObservationChannel::Stream final
     }
     if (release) RemoveHold();
     std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
-      ctx.TryCancel();  // the server did not finish in time
-      cv.wait(lock, [&] { return done; });
-    }
+    AwaitStreamEnd(lock, cv, ctx, [&] { return done; });
   }
 
   absl::Status status() {

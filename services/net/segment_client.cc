@@ -85,7 +85,7 @@ struct GrpcSegmentChannel::Stream final
 
   void OnDone(const grpc::Status& s) override {
     std::lock_guard<std::mutex> lock(mu);
-    if (!s.ok() && !cancelled && !closing) {
+    if (!s.ok() && !closing) {
       first_error = FromGrpcStatus(s, absl::StrCat("learner ", target));
     }
     done = true;
@@ -108,11 +108,7 @@ struct GrpcSegmentChannel::Stream final
     }
     if (release) RemoveHold();
     std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return done; })) {
-      cancelled = true;
-      ctx.TryCancel();
-      cv.wait(lock, [&] { return done; });
-    }
+    AwaitStreamEnd(lock, cv, ctx, [&] { return done; });
   }
 
   const std::string target;
@@ -129,7 +125,6 @@ struct GrpcSegmentChannel::Stream final
   bool writes_done_sent ABSL_GUARDED_BY(mu) = false;
   bool broken ABSL_GUARDED_BY(mu) = false;
   bool hold_released ABSL_GUARDED_BY(mu) = false;
-  bool cancelled ABSL_GUARDED_BY(mu) = false;
   bool done ABSL_GUARDED_BY(mu) = false;
   uint64_t pushed ABSL_GUARDED_BY(mu) = 0;
   absl::Status first_error ABSL_GUARDED_BY(mu);

@@ -9,14 +9,11 @@
 
 #include "absl/base/thread_annotations.h"
 #include "envs/task.h"
+#include "runtime/steady_clock.h"
 #include "services/rollout/admission_gate.h"
 
 namespace rlvla3 {
 namespace {
-
-int64_t NowNs() {
-  return std::chrono::steady_clock::now().time_since_epoch().count();
-}
 
 constexpr int kMaxChunk = 64;  // policy.chunk's upper bound in the schema
 
@@ -113,7 +110,7 @@ struct RolloutWorker::Impl {
     RolloutSegment* s = c.seg;
     c.seg = nullptr;
     s->index = c.segments++;
-    s->enqueue_ns = NowNs();
+    s->enqueue_ns = SteadyNowNs();
     Fail(segments->Push(s));  // blocks while the learner is behind
   }
 
@@ -171,7 +168,7 @@ struct RolloutWorker::Impl {
     CopyObservation(env, s, t);
     c.slot = t;
     c.chunk_pos = 0;
-    c.submit_ns = NowNs();
+    c.submit_ns = SteadyNowNs();
     decisions->Add();
     Fail(observations->Submit({env, c.task, s->agentview_at(t), s->wrist_at(t),
                                s->proprio_at(t), c.submit_ns}));
@@ -187,7 +184,7 @@ struct RolloutWorker::Impl {
 
   // Level 1 replies: record each decision, send each env its first action.
   absl::Status OnReplies(absl::Span<const ActionReply> replies) {
-    const int64_t now = NowNs();
+    const int64_t now = SteadyNowNs();
     const int K = options.chunk;
     const size_t ka = static_cast<size_t>(K) * kActionDim;
     std::vector<int> ids;
