@@ -294,8 +294,11 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   MetricsRegistry metrics;
   StageTimeline timeline(false);
   absl::StatusOr<std::unique_ptr<GrpcObservationChannel>> obs =
-      GrpcObservationChannel::Create({f.inference, offset, envs, s.shape},
-                                     s.net);
+      GrpcObservationChannel::Create(
+          {f.inference, offset, envs, s.shape,
+           // Long enough for `up` to restart a lost inference server.
+           absl::Seconds(6 * c.cluster.role_timeout_s)},
+          s.net);
   if (!obs.ok()) return Fail("rollout", obs.status());
   SegmentClientOptions sc;
   sc.target = f.learner;
@@ -341,6 +344,9 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     st->set_episodes(episodes.value());
     st->set_successes(successes.value());
     if (!w->status().ok()) st->set_error(w->status().ToString());
+    const ObservationClientStats os = (*obs)->stats();
+    st->set_observation_failovers(os.failovers);
+    st->set_inference_reconnects(os.reconnects);
   });
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       RoleServer::Start(f.listen, s.net, {&control});
@@ -361,11 +367,14 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   uint64_t last = 0;
   RunUntil(f.duration_s, c.metrics.interval_s, check, [&] {
     const uint64_t n = frames.value();
+    const ObservationClientStats os = (*obs)->stats();
     spdlog::info(
         "rollout {}: {} frames (+{}), {} episodes, {} successes, "
-        "version {}",
+        "version {}, inference servers up {}/{} ({} failovers, {} "
+        "reconnects, {} retries)",
         f.worker, n, n - last, episodes.value(), successes.value(),
-        (*sub)->version());
+        (*sub)->version(), os.servers_up, f.inference.size(), os.failovers,
+        os.reconnects, os.retries);
     last = n;
   });
   w->Stop();

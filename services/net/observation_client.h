@@ -8,6 +8,16 @@
 // reply handler on gRPC's callback threads. Local env ids become global ones
 // (+ env_offset) on the wire and local again in replies.
 //
+// Losing a server is not an error of the worker: the observations in flight
+// on its stream fail over to another live server (or wait for one), and a
+// maintenance thread re-opens the stream once the server answers again (the
+// channel's own reconnect backoff, then ours for streams refused at once).
+// Replies "busy" (a previous incarnation's observation for the env is still
+// queued), "queue full" or "stopping" are retried after a short delay. Only
+// no server at all for `give_up_after`, a refused token, or an observation
+// the server calls invalid (this worker and the server disagree on the spec)
+// end the channel with an error.
+//
 // Example:
 //   auto ch = GrpcObservationChannel::Create(options, net);
 //   (*ch)->SetReplyHandler(handler);     // then hand *ch to RolloutWorker
@@ -17,11 +27,18 @@
 #ifndef RLVLA3_SERVICES_NET_OBSERVATION_CLIENT_H_
 #define RLVLA3_SERVICES_NET_OBSERVATION_CLIENT_H_
 
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "runtime/observation_channel.h"
 #include "services/net/grpc_common.h"
 #include "services/net/wire_format.h"
@@ -33,30 +50,72 @@ struct ObservationClientOptions {
   int env_offset = 0;                // global id of local env 0
   int num_envs = 0;                  // local envs
   WireShape shape;
+  // No inference server reachable this long: status() becomes an error.
+  absl::Duration give_up_after = absl::Seconds(60);
+};
+
+struct ObservationClientStats {
+  uint64_t failovers = 0;      // in-flight observations moved off a lost server
+  uint64_t reconnects = 0;     // streams re-opened to a server that was lost
+  uint64_t retries = 0;        // observations re-sent after busy / queue full
+  uint64_t stale_replies = 0;  // replies for an observation re-sent elsewhere
+  int servers_up = 0;
 };
 
 class GrpcObservationChannel final : public ObservationChannel {
  public:
-  // Connects to every target (each within net.call_timeout).
+  // Waits (at most options.give_up_after) until one target accepts a
+  // connection; the others are connected in the background.
   static absl::StatusOr<std::unique_ptr<GrpcObservationChannel>> Create(
       const ObservationClientOptions& options, const NetOptions& net);
   ~GrpcObservationChannel() override;
 
+  // Starts the streams.
   void SetReplyHandler(ActionReplyHandler handler) override;
   absl::Status Submit(const ObservationRequest& request) override;
   // Half-closes every stream and waits for them to end.
   void Close();
-  // OK while every stream is healthy; else the first error (a stream that
-  // broke, an error reply, a reply handler's error).
+  // OK unless the channel has failed (see the banner).
   absl::Status status() const;
+  ObservationClientStats stats() const;
 
   struct Stream;
 
  private:
-  GrpcObservationChannel() = default;
-  ObservationClientOptions options_;
-  ActionReplyHandler handler_;
-  std::vector<std::unique_ptr<Stream>> streams_;
+  struct Target;
+  struct EnvSlot;
+  struct Retry;
+
+  GrpcObservationChannel(const ObservationClientOptions& options,
+                         const NetOptions& net);
+  void Maintain();
+  void ReconnectDue(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends env's current request on a live stream, or parks it.
+  void Dispatch(int env) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WriteNext(Stream* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stream is gone: its envs fail over. True when the caller must
+  // RemoveHold on it (outside the lock).
+  bool Lost(Stream* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnWriteDone(Stream* s, bool ok);
+  void OnReadDone(Stream* s, bool ok);
+  void OnStreamDone(Stream* s, const absl::Status& status);
+  void FailLocked(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ObservationClientOptions options_;
+  const NetOptions net_;
+  ActionReplyHandler handler_;  // set once, before the streams start
+  std::thread maintainer_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Target> targets_ ABSL_GUARDED_BY(mu_);
+  std::vector<EnvSlot> envs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Stream>> streams_ ABSL_GUARDED_BY(mu_);
+  std::deque<int> waiting_ ABSL_GUARDED_BY(mu_);  // envs with no live server
+  std::vector<Retry> retries_ ABSL_GUARDED_BY(mu_);
+  absl::Time none_up_since_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+  ObservationClientStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rlvla3

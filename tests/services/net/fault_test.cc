@@ -1,0 +1,121 @@
+// Faults a multi-process run must survive, injected for real: inference
+// servers killed with SIGKILL under a running rollout worker (it fails over to
+// the other server, waits while none is up, and reconnects when one is back,
+// without the worker process ever exiting).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "services/net/grpc_common.h"
+#include "tests/services/net/role_process.h"
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+using testutil::RoleProcess;
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> Args(std::vector<std::string> a,
+                              const std::vector<std::string>& extra = {}) {
+  for (const char* s :
+       {"--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml", "--set",
+        "env.num_envs=4", "--set", "rl.rollouts_per_step=1", "--set",
+        "metrics.interval_s=1"}) {
+    a.push_back(s);
+  }
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+absl::StatusOr<v1::RoleStatus> RolloutStatus(const std::string& target) {
+  auto stub = v1::RolloutControl::NewStub(MakeChannel(target, NetOptions()));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, NetOptions(), absl::Seconds(5));
+  v1::RoleStatus out;
+  const grpc::Status s = stub->GetStatus(&ctx, v1::StatusRequest(), &out);
+  if (!s.ok()) return FromGrpcStatus(s, target);
+  return out;
+}
+
+// Waits until the rollout worker's frames pass `above` (true) or time runs
+// out (false); `last` gets its latest status.
+bool FramesPass(const std::string& rollout, uint64_t above, double timeout_s,
+                v1::RoleStatus* last) {
+  const auto end =
+      Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  while (Clock::now() < end) {
+    absl::StatusOr<v1::RoleStatus> s = RolloutStatus(rollout);
+    if (s.ok()) {
+      *last = *s;
+      if (s->env_frames() > above) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
+}
+
+TEST(InferenceFaults, RolloutFailsOverWaitsAndReconnectsWithoutExiting) {
+  testutil::TestDir dir;
+  RoleProcess learner(RLVLA3_BINARY,
+                      Args({"serve", "learner", "--listen", "127.0.0.1:0"}), {},
+                      dir.File("learner"));
+  ASSERT_TRUE(learner.WaitReady(120)) << learner.Log();
+  auto inference = [&](const std::string& listen, const std::string& name) {
+    return std::make_unique<RoleProcess>(
+        RLVLA3_BINARY,
+        Args({"serve", "inference", "--listen", listen, "--learner",
+              learner.address()}),
+        std::vector<std::string>{}, dir.File(name));
+  };
+  auto a = inference("127.0.0.1:0", "inference_a");
+  ASSERT_TRUE(a->WaitReady(120)) << a->Log();
+  auto b = inference("127.0.0.1:0", "inference_b");
+  ASSERT_TRUE(b->WaitReady(120)) << b->Log();
+  const std::string a_address = a->address();
+  RoleProcess rollout(RLVLA3_BINARY,
+                      Args({"serve", "rollout", "--listen", "127.0.0.1:0",
+                            "--learner", learner.address(), "--inference",
+                            a_address + "," + b->address(), "--worker", "0"}),
+                      {}, dir.File("rollout"));
+  ASSERT_TRUE(rollout.WaitReady(120)) << rollout.Log();
+  v1::RoleStatus st;
+  ASSERT_TRUE(FramesPass(rollout.address(), 20, 60, &st)) << rollout.Log();
+
+  // Server A dies: its envs' observations in flight move to B and every env
+  // keeps stepping.
+  a->Signal(SIGKILL);
+  a->Wait();
+  const uint64_t at_kill = st.env_frames();
+  ASSERT_TRUE(FramesPass(rollout.address(), at_kill + 40, 30, &st))
+      << rollout.Log();
+  EXPECT_GE(st.observation_failovers(), 1u) << rollout.Log();
+  EXPECT_TRUE(rollout.running());
+
+  // B dies too: no server at all. The worker waits, it does not exit.
+  b->Signal(SIGKILL);
+  b->Wait();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_TRUE(rollout.running()) << rollout.Log();
+  ASSERT_TRUE(FramesPass(rollout.address(), 0, 5, &st));
+  const uint64_t idle = st.env_frames();
+
+  // A comes back at its address: the worker re-opens its stream and steps.
+  a = inference(a_address, "inference_a2");
+  ASSERT_TRUE(a->WaitReady(120)) << a->Log();
+  ASSERT_TRUE(FramesPass(rollout.address(), idle + 40, 60, &st))
+      << rollout.Log();
+  EXPECT_GE(st.inference_reconnects(), 1u);
+  EXPECT_TRUE(rollout.running());
+
+  rollout.Signal(SIGTERM);
+  EXPECT_EQ(rollout.Wait(), 0) << rollout.Log();
+}
+
+}  // namespace
+}  // namespace rlvla3
