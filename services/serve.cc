@@ -122,9 +122,11 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
                   &metrics, &timeline);
   Counter& trained = metrics.counter("trained_samples");
   Counter& steps = metrics.counter("optimizer_steps");
+  Counter& expired = metrics.counter("expired_episodes");
   std::atomic<double> rate{0};
   service.SetStatusSource([&](v1::RoleStatus* st) {
     st->set_trained_samples(trained.value());
+    st->set_discarded_segments(expired.value());
     st->set_optimizer_steps(steps.value());
     st->set_trained_samples_per_s(rate.load());
   });

@@ -16,6 +16,7 @@ struct Learner::Metrics {
   Counter* steps = nullptr;
   Counter* skipped = nullptr;
   Counter* dropped = nullptr;
+  Counter* expired = nullptr;  // GRPO episodes of groups that never completed
   Gauge *lag_mean, *lag_max, *s_per_step, *version, *clip_fraction, *approx_kl,
       *step_kl, *learning_rate, *is_min, *is_mean, *is_max, *loss, *entropy,
       *policy_loss, *value_loss, *grad_norm, *ratio_min, *ratio_mean,
@@ -33,6 +34,7 @@ struct Learner::Metrics {
     steps = &r.counter("optimizer_steps");
     skipped = &r.counter("skipped_steps");
     dropped = &r.counter("dropped_samples");
+    expired = &r.counter("expired_episodes");
     lag_mean = &r.gauge("policy_lag_mean");
     lag_max = &r.gauge("policy_lag_max");
     s_per_step = &r.gauge("s_per_step");
@@ -202,7 +204,11 @@ absl::Status Learner::Loop() {
       timeline_->Record(StageInterval::kLearnerUpdate, t0, t1);
       if (!core_->ReadyToStep()) continue;
       const int64_t u0 = SteadyNowNs();
+      const int64_t e0 = core_->expired_episodes();
+      const int64_t d0 = core_->dropped_samples();
       LearnerStepStats st = core_->Step();
+      m_->expired->Add(static_cast<uint64_t>(core_->expired_episodes() - e0));
+      m_->dropped->Add(static_cast<uint64_t>(core_->dropped_samples() - d0));
       RecordStep(st, u0, SteadyNowNs());
       if (on_step_) on_step_(st);
       Publish();

@@ -247,6 +247,28 @@ void LearnerCore::DropGroupMember(RolloutSegment* seg) {
   if (++seen >= options_.grpo_group_size) poisoned_groups_.erase(seg->group);
 }
 
+void LearnerCore::ExpireWaitingGroups() {
+  for (auto it = groups_.begin(); it != groups_.end();) {
+    uint64_t oldest = version_;
+    for (const TrainSegment* s : it->second)
+      oldest = std::min(oldest, s->rollout->min_version());
+    if (static_cast<int64_t>(version_ - oldest) <= options_.max_policy_lag) {
+      ++it;
+      continue;
+    }
+    // Late members of this group are dropped as they come.
+    int& seen = poisoned_groups_[it->first];
+    for (TrainSegment* s : it->second) {
+      dropped_samples_ += s->rollout->n;
+      ++expired_episodes_;
+      Consume(s);
+      ++seen;
+    }
+    if (seen >= options_.grpo_group_size) poisoned_groups_.erase(it->first);
+    it = groups_.erase(it);
+  }
+}
+
 void LearnerCore::AddGrpo(RolloutSegment* seg) {
   std::vector<TrainSegment*>& group = groups_[seg->group];
   group.push_back(Track(seg));
@@ -513,6 +535,7 @@ LearnerStepStats LearnerCore::Step() {
 void LearnerCore::FinishUpdate(LearnerStepStats* st) {
   ++version_;
   ++steps_taken_;
+  ExpireWaitingGroups();
   if (options_.target_kl > 0 && kl_log_probs_.defined()) {
     st->step_kl = MeasureStepKl();
     // The critic warm-up moves only the value head: nothing to adapt to.

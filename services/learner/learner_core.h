@@ -131,6 +131,9 @@ class LearnerCore {
   int64_t global_units() const { return options_.global_units; }
   int64_t ready_samples() const { return static_cast<int64_t>(ready_.size()); }
   int64_t dropped_samples() const { return dropped_samples_; }
+  // GRPO episodes dropped because their group could no longer complete in
+  // time (a member lost with a dead rollout worker, or never admitted).
+  int64_t expired_episodes() const { return expired_episodes_; }
   int64_t skipped_steps() const { return skipped_steps_; }
   int64_t waiting_episodes() const;  // GRPO: in incomplete groups
   // Units (samples for PPO, episode ends for GRPO) ready to train.
@@ -215,6 +218,8 @@ class LearnerCore {
   void UpdateAdvantageMoments(const std::vector<TrainSegment*>& segs);
   void AddGrpo(RolloutSegment* seg);
   void DropGroupMember(RolloutSegment* seg);
+  // Drops waiting GRPO groups whose oldest member is past the lag bound.
+  void ExpireWaitingGroups();
   PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
   // KL(before || after) of the step just taken, per decision of the last
   // micro-batch, and the learning-rate adaptation it drives.
@@ -236,7 +241,7 @@ class LearnerCore {
   std::map<uint64_t, int> poisoned_groups_;
   int64_t units_trained_ = 0;  // in the current global batch
   int64_t samples_trained_ = 0;
-  int64_t dropped_samples_ = 0, skipped_steps_ = 0;
+  int64_t dropped_samples_ = 0, skipped_steps_ = 0, expired_episodes_ = 0;
   double loss_scale_ = 1.0;
   int64_t steps_taken_ = 0;  // optimizer steps in this learner's life
   double lr_;                // the weights' current learning rate

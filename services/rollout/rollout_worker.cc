@@ -160,8 +160,12 @@ struct RolloutWorker::Impl {
     RolloutSegment* s = c.seg;
     const int t = s->n;
     if (options.grpo && t == 0) {
-      s->group = static_cast<uint64_t>(env / options.group_size) * 1000003ull +
-                 static_cast<uint64_t>(c.episodes);
+      // Unique across workers and their incarnations (run_id), so groups of
+      // two processes never merge in the learner.
+      s->group =
+          Mix(Mix(options.run_id ^ options.seed) +
+              static_cast<uint64_t>(env / options.group_size) * 1000003ull +
+              static_cast<uint64_t>(c.episodes));
       ++c.episodes;
     }
     ++c.decisions;

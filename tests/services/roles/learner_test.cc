@@ -410,6 +410,37 @@ TEST_F(LearnerTest, GrpoGroupLosingAMemberToTheLagBoundIsDroppedWhole) {
   EXPECT_EQ(l.dropped_samples(), 6);
 }
 
+// A member that never comes (its rollout worker died) must not hold the rest
+// of its group, and their pool segments, forever.
+TEST_F(LearnerTest, GrpoGroupMissingAMemberExpiresPastTheLagBound) {
+  options_.algorithm = "grpo";
+  options_.grpo_group_size = 2;
+  options_.global_units = 2;
+  options_.max_policy_lag = 1;
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+  auto episode = [&](int i, uint64_t version, uint64_t group) {
+    Fill(segs_[i].get(), 2, version, i);
+    segs_[i]->group = group;
+    segs_[i]->episode_end = true;
+    segs_[i]->episode_return = static_cast<float>(i % 2);
+    return segs_[i].get();
+  };
+  l.Add({episode(0, 0, 7)});  // its partner never comes
+  for (uint64_t v = 0; v < 2; ++v) {
+    l.Add({episode(1, v, 10 + v), episode(2, v, 10 + v)});
+    while (l.CanTrain()) l.TrainMicroBatch();
+    ASSERT_TRUE(l.ReadyToStep());
+    l.Step();
+    l.TakeConsumed();
+    EXPECT_EQ(l.waiting_episodes(), v == 0 ? 1 : 0) << "version " << v + 1;
+  }
+  EXPECT_EQ(l.expired_episodes(), 1);
+  EXPECT_EQ(l.dropped_samples(), 2);
+  l.Add({episode(3, 2, 7)});  // the partner, late: dropped as it comes
+  EXPECT_EQ(l.waiting_episodes(), 0);
+  EXPECT_EQ(l.dropped_samples(), 4);
+}
+
 // The sign of the whole update path: after one step, the actions of the
 // successful episode are more likely and those of the failed one less.
 TEST_F(LearnerTest, StepMakesPositiveAdvantageActionsMoreLikely) {
