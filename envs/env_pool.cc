@@ -5,10 +5,13 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <queue>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +27,26 @@ using Clock = std::chrono::steady_clock;
 
 // Ready env ids in flight at most: every env once, plus close tokens.
 constexpr size_t kStateQueueSlack = 8;
+
+// The contract every env output keeps: image sizes from the options, finite
+// proprio.
+absl::Status CheckObservation(const Observation& o, const EnvOptions& e) {
+  const size_t bytes = static_cast<size_t>(e.image_width) *
+                       static_cast<size_t>(e.image_height) * 3;
+  if (o.agentview.size() != bytes || o.wrist.size() != bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation images: ", o.agentview.size(), " and ",
+                     o.wrist.size(), " bytes, expected ", bytes, " ([",
+                     e.image_height, ", ", e.image_width, ", 3])"));
+  }
+  for (int i = 0; i < kProprioDim; ++i) {
+    if (!std::isfinite(o.proprio[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("observation.proprio[", i, "] is ", o.proprio[i]));
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -42,11 +65,14 @@ struct EnvSlot {
   int next_init = -1;                // init state of the next reset (-1: own)
   EnvState state;
   std::mt19937_64 latency_rng;
+  int64_t stepped = 0;  // steps asked of it, across episodes (fault plans)
+  Observation damaged;  // an injected broken observation
 };
 
 struct EnvPool::Impl {
   explicit Impl(const EnvPoolOptions& o)
-      : state_queue(QueueOptions{
+      : options(o),
+        state_queue(QueueOptions{
             static_cast<size_t>(o.num_envs) + kStateQueueSlack,
             OverflowPolicy::kBlock, static_cast<size_t>(o.num_threads) + 2}),
         step_ms(Histogram::Exponential(0.25, 1.5, 24)),
@@ -62,6 +88,7 @@ struct EnvPool::Impl {
     delay_cv.notify_all();
   }
 
+  const EnvPoolOptions options;
   std::vector<std::unique_ptr<EnvSlot>> slots;
   std::vector<std::unique_ptr<BoundedQueue<int>>>
       action_queues;  // one per worker
@@ -78,10 +105,68 @@ struct EnvPool::Impl {
 
   Histogram step_ms;
   std::atomic<uint64_t> steps{0}, resets{0}, done{0}, truncated{0}, unstable{0},
-      invalid{0};
+      invalid{0}, faults{0};
   Supervisor supervisor;
   bool closed = false;
 };
+
+void EnvPool::ResetEnv(Impl& im, int id) {
+  EnvSlot& slot = *im.slots[id];
+  if (slot.next_init >= 0) {
+    slot.env->Reset(slot.next_init);
+    slot.next_init = -1;
+  } else {
+    slot.env->Reset();
+  }
+  slot.needs_reset = false;
+  slot.state.result = StepResult{};
+  im.resets.fetch_add(1, std::memory_order_relaxed);
+}
+
+absl::Status EnvPool::StepAndCheck(Impl& im, int id) {
+  EnvSlot& slot = *im.slots[id];
+  ManipulationEnv& env = *slot.env;
+  const std::optional<FaultKind> injected =
+      im.options.faults.At(im.options.first_env_id + id, ++slot.stepped);
+  if (injected == FaultKind::kThrow) {
+    throw std::runtime_error("injected fault (env.faults)");
+  }
+  if (injected == FaultKind::kHang) {
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(im.options.faults.hang_s));
+  }
+  absl::StatusOr<StepResult> r =
+      env.Step(absl::MakeConstSpan(slot.action, kActionDim));
+  if (!r.ok()) {
+    slot.state.error = r.status();
+    im.invalid.fetch_add(1, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+  slot.state.result = *r;
+  im.steps.fetch_add(1, std::memory_order_relaxed);
+  if (r->done || r->truncated) slot.needs_reset = true;
+  if (r->done) im.done.fetch_add(1, std::memory_order_relaxed);
+  if (r->truncated && !r->unstable)
+    im.truncated.fetch_add(1, std::memory_order_relaxed);
+  if (r->unstable) {
+    im.unstable.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn(
+        "env {}: physics became unstable at step {}; episode "
+        "truncated",
+        im.options.first_env_id + id, env.step_count());
+  }
+  const Observation* out = &env.observation();
+  if (injected == FaultKind::kWrongShape || injected == FaultKind::kNaN) {
+    slot.damaged = *out;
+    if (injected == FaultKind::kWrongShape) {
+      slot.damaged.agentview.resize(slot.damaged.agentview.size() / 2);
+    } else {
+      slot.damaged.proprio[0] = std::numeric_limits<float>::quiet_NaN();
+    }
+    out = &slot.damaged;
+  }
+  return CheckObservation(*out, im.options.env);
+}
 
 // Announcing the state is the caller's part (the sweep in the worker loop).
 Clock::time_point EnvPool::StepEnv(Impl& im, int id) {
@@ -89,37 +174,32 @@ Clock::time_point EnvPool::StepEnv(Impl& im, int id) {
   ManipulationEnv& env = *slot.env;
   const auto t0 = Clock::now();
   slot.state.error = absl::OkStatus();
-  if (slot.needs_reset) {
-    if (slot.next_init >= 0) {
-      env.Reset(slot.next_init);
-      slot.next_init = -1;
+  absl::Status fault;
+  try {
+    if (slot.needs_reset) {
+      ResetEnv(im, id);
     } else {
-      env.Reset();
+      fault = StepAndCheck(im, id);
     }
-    slot.needs_reset = false;
+  } catch (const std::exception& e) {
+    fault = absl::InternalError(absl::StrCat("the env crashed: ", e.what()));
+  }
+  const double deadline_s = im.options.step_deadline_s;
+  const double took_s =
+      std::chrono::duration<double>(Clock::now() - t0).count();
+  if (fault.ok() && deadline_s > 0 && took_s > deadline_s) {
+    fault = absl::DeadlineExceededError(
+        absl::StrFormat("a step took %.2f s, past env.step_deadline_s %.2f s",
+                        took_s, deadline_s));
+  }
+  slot.state.fault = fault;
+  if (!fault.ok()) {
     slot.state.result = StepResult{};
-    im.resets.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    absl::StatusOr<StepResult> r =
-        env.Step(absl::MakeConstSpan(slot.action, kActionDim));
-    if (!r.ok()) {
-      slot.state.error = r.status();
-      im.invalid.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      slot.state.result = *r;
-      im.steps.fetch_add(1, std::memory_order_relaxed);
-      if (r->done || r->truncated) slot.needs_reset = true;
-      if (r->done) im.done.fetch_add(1, std::memory_order_relaxed);
-      if (r->truncated && !r->unstable)
-        im.truncated.fetch_add(1, std::memory_order_relaxed);
-      if (r->unstable) {
-        im.unstable.fetch_add(1, std::memory_order_relaxed);
-        spdlog::warn(
-            "env {}: physics became unstable at step {}; episode "
-            "truncated",
-            id, env.step_count());
-      }
-    }
+    slot.state.result.truncated = true;
+    slot.needs_reset = true;
+    im.faults.fetch_add(1, std::memory_order_relaxed);
+    spdlog::warn("env {}: {}; episode ended, env reset",
+                 im.options.first_env_id + id, fault.ToString());
   }
   slot.state.step = env.step_count();
   slot.state.episode_id = env.episode_id();
@@ -425,6 +505,7 @@ EnvPoolStats EnvPool::stats() const {
   s.truncations = impl_->truncated.load();
   s.unstable_resets = impl_->unstable.load();
   s.invalid_actions = impl_->invalid.load();
+  s.faults = impl_->faults.load();
   s.step_ms = impl_->step_ms.Snapshot();
   return s;
 }

@@ -13,7 +13,13 @@
 // final observation is never lost. Bad actions (wrong size, NaN/Inf) are not
 // stepped: the env reports the error, keeps its state, and it is counted.
 // Unstable physics (NaN, MuJoCo warnings) ends the episode as truncated, and
-// is counted. An optional latency model adds lognormal wall time to each step
+// is counted. A crashed env (its step or reset throws), a hung one (a step
+// slower than step_deadline_s), or one whose observation breaks the contract
+// (image sizes, finite proprio) ends its episode as truncated with `fault`
+// set, is reset on its next Send, and is counted; a fault plan injects these
+// on chosen env ids and steps. A hang holds its worker thread until the step
+// returns (a step cannot be pre-empted); envs of other workers go on.
+// An optional latency model adds lognormal wall time to each step
 // (emulating slower or remote simulators) without holding the worker.
 //
 // Example:
@@ -41,6 +47,7 @@
 #include "absl/types/span.h"
 #include "envs/manipulation_env.h"
 #include "runtime/bounded_queue.h"
+#include "runtime/fault_plan.h"
 #include "runtime/metrics.h"
 
 namespace rlvla3 {
@@ -61,7 +68,10 @@ struct EnvPoolOptions {
   uint64_t seed = 0;
   EnvOptions env;
   LatencyModel latency;
-  int lp_num_threads = 0;  // llvmpipe threads per render (0: on the worker)
+  int lp_num_threads = 0;      // llvmpipe threads per render (0: on the worker)
+  int first_env_id = 0;        // global id of env 0 (fault plans, logs)
+  FaultPlan faults;            // injected faults (tests, drills)
+  double step_deadline_s = 0;  // a slower step is a fault (0: off)
   // Envs a worker steps in one sweep before it announces their states (as
   // EnvPool's batch_size < num_envs, or one of Sample Factory's worker
   // splits): the announcements reach the inference batcher together, so a
@@ -86,6 +96,9 @@ struct EnvState {
   StepResult
       result;  // of the step that produced this state (zeros after a reset)
   absl::Status error;  // the last action was rejected (not stepped)
+  // The env crashed, hung or returned a broken observation: the episode
+  // ended here (result.truncated) and obs must not be used.
+  absl::Status fault;
   double step_ms =
       0.0;  // wall time of the step (or reset), latency model excluded
   int64_t step_begin_ns = 0;  // steady-clock interval of that step (or reset)
@@ -101,7 +114,8 @@ struct EnvPoolStats {
   uint64_t unstable_resets =
       0;  // episodes ended because physics became unstable
   uint64_t invalid_actions = 0;  // actions rejected (wrong size, NaN/Inf)
-  HistogramSnapshot step_ms;     // per-step wall time
+  uint64_t faults = 0;  // crashes, hangs past the deadline, broken outputs
+  HistogramSnapshot step_ms;  // per-step wall time
 };
 
 class EnvPool {
@@ -144,6 +158,9 @@ class EnvPool {
   // Steps (or resets) env `id` on its worker thread and fills its state;
   // returns when the step began (the latency model counts from there).
   static std::chrono::steady_clock::time_point StepEnv(Impl& im, int id);
+  static void ResetEnv(Impl& im, int id);
+  // Steps env `id` (injecting a planned fault); a broken output is returned.
+  static absl::Status StepAndCheck(Impl& im, int id);
   EnvPoolOptions options_;
   std::unique_ptr<Impl> impl_;
 };

@@ -1,6 +1,7 @@
 #include "runtime/config.h"
 
 #include "absl/strings/str_cat.h"
+#include "runtime/fault_plan.h"
 
 namespace rlvla3 {
 namespace {
@@ -85,6 +86,15 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           "latency model: mean extra ms per step (0: off)");
   s->Real("env.latency_cv", &c->env.latency_cv, {0.0, false, 10.0, false},
           "latency model: coefficient of variation");
+  s->String("env.faults", &c->env.faults,
+            "fault injection: comma-separated KIND@ENV:STEP, KIND one of "
+            "throw, hang, wrong_shape, nan (\"\": none)");
+  s->Real("env.fault_hang_s", &c->env.fault_hang_s, {0.0, false, 3600.0, false},
+          "how long an injected hang stalls its step (seconds)");
+  s->Real("env.step_deadline_s", &c->env.step_deadline_s,
+          {0.0, false, 3600.0, false},
+          "a step slower than this ends its episode and resets the env, "
+          "counted as a fault (0: off)");
 
   s->Int("threads.torch_intra_op", &c->threads.torch_intra_op, {1, 256},
          "LibTorch intra-op threads");
@@ -288,6 +298,12 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
     return ConfigError{origin, "policy.path", "\"\"",
                        "a TorchScript module (.pt) when policy.kind is "
                        "torchscript"}
+        .ToStatus();
+  }
+  if (absl::StatusOr<FaultPlan> p = ParseFaultPlan(c.env.faults); !p.ok()) {
+    return ConfigError{
+        origin, "env.faults", c.env.faults,
+        absl::StrCat("comma-separated KIND@ENV:STEP; ", p.status().message())}
         .ToStatus();
   }
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {

@@ -97,6 +97,10 @@ struct EnvConfig {
   std::string tasks = "all";   // env i runs task i % n of this list ("all")
   double latency_mean_ms = 0;  // extra lognormal wall time per step (0: off)
   double latency_cv = 0.5;     // its coefficient of variation
+  // Fault injection (runtime/fault_plan.h), e.g. "throw@1:5,nan@3:12".
+  std::string faults = "";
+  double fault_hang_s = 3;     // how long an injected hang stalls its step
+  double step_deadline_s = 0;  // a step slower than this is a fault (0: off)
 };
 
 // TinyVLA sizes (policies/tiny_vla.h); the defaults train on a 2-core CPU.

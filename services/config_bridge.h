@@ -55,6 +55,10 @@ inline EnvPoolOptions EnvPoolOptionsFromConfig(
   o.latency.mean_ms = c.env.latency_mean_ms;
   o.latency.cv = c.env.latency_cv;
   o.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);
+  // Checked when the config was loaded.
+  o.faults = ParseFaultPlan(c.env.faults).value_or(FaultPlan{});
+  o.faults.hang_s = c.env.fault_hang_s;
+  o.step_deadline_s = c.env.step_deadline_s;
   const int64_t workers =
       std::max<int64_t>(1, std::min(c.threads.env_workers, c.env.num_envs));
   const int64_t per_worker = (c.env.num_envs + workers - 1) / workers;

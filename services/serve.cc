@@ -288,6 +288,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   const int envs = ro.pool.num_envs;
   const int offset = f.worker * envs;
   ro.pool.seed += static_cast<uint64_t>(offset);  // env i: seed + global id
+  ro.pool.first_env_id = offset;
   ro.seed += static_cast<uint64_t>(offset);
   // A fresh incarnation id per process start (SEED RL): the learner tells a
   // restarted worker's segments apart.
@@ -324,6 +325,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   Counter& frames = metrics.counter("env_frames");
   Counter& episodes = metrics.counter("episodes");
   Counter& successes = metrics.counter("successes");
+  Counter& faults = metrics.counter("env_faults");
   const auto t0 = Clock::now();
   std::mutex rate_mu;
   auto rate_t = t0;
@@ -349,6 +351,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     const ObservationClientStats os = (*obs)->stats();
     st->set_observation_failovers(os.failovers);
     st->set_inference_reconnects(os.reconnects);
+    st->set_env_faults(faults.value());
   });
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       RoleServer::Start(f.listen, s.net, {&control});
@@ -372,11 +375,11 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     const ObservationClientStats os = (*obs)->stats();
     spdlog::info(
         "rollout {}: {} frames (+{}), {} episodes, {} successes, "
-        "version {}, inference servers up {}/{} ({} failovers, {} "
-        "reconnects, {} retries)",
+        "{} env faults, version {}, inference servers up {}/{} ({} "
+        "failovers, {} reconnects, {} retries)",
         f.worker, n, n - last, episodes.value(), successes.value(),
-        (*sub)->version(), os.servers_up, f.inference.size(), os.failovers,
-        os.reconnects, os.retries);
+        faults.value(), (*sub)->version(), os.servers_up, f.inference.size(),
+        os.failovers, os.reconnects, os.retries);
     last = n;
   });
   w->Stop();

@@ -64,6 +64,7 @@ struct RolloutWorker::Impl {
   Counter* decisions = nullptr;
   Counter* episodes = nullptr;
   Counter* successes = nullptr;
+  Counter* faults = nullptr;  // env faults handled (crash, hang, bad output)
   Gauge* success_rate = nullptr;
   Gauge* parked = nullptr;
   Histogram* wait_for_action_ms = nullptr;
@@ -226,6 +227,10 @@ struct RolloutWorker::Impl {
     timeline->Record(StageInterval::kEnvStep, st.step_begin_ns, st.step_end_ns);
     env_stage->AddBusy(
         std::chrono::nanoseconds(st.step_end_ns - st.step_begin_ns));
+    if (!st.fault.ok()) {
+      HandleFault(env, c);
+      return;
+    }
     if (c.resetting || c.slot < 0) {  // a reset's or the initial observation
       c.resetting = false;
       StartDecision(env);
@@ -269,6 +274,37 @@ struct RolloutWorker::Impl {
       RequestReset(env, GroupInit(env, c.episodes));
     } else {
       ResetOnNextSend(env);  // the pool's auto-reset
+    }
+  }
+
+  // The env crashed, hung or broke its observation contract (the pool has
+  // counted and logged it): the decision in flight is dropped and the env
+  // reset. PPO keeps the segment's decisions before it, cut with the last
+  // good observation as bootstrap; a GRPO episode is worthless without its
+  // end, so it goes to the learner empty, which drops its whole group.
+  void HandleFault(int env, EnvCursor& c) {
+    faults->Add();
+    RolloutSegment* s = c.seg;
+    if (s != nullptr && c.slot >= 0 && !c.resetting) {
+      if (options.grpo) {
+        s->n = 0;
+        s->episode_end = true;
+        Emit(c);
+      } else {
+        s->n = c.slot;  // slot c.slot holds that decision's (good) observation
+        if (s->n > 0) {
+          s->has_bootstrap = true;
+          Emit(c);
+        }
+      }
+    }
+    c.slot = -1;
+    c.episode_return = 0;
+    c.episode_fresh = true;
+    if (options.grpo) {
+      RequestReset(env, GroupInit(env, c.episodes));
+    } else {
+      ResetOnNextSend(env);
     }
   }
 
@@ -324,6 +360,7 @@ absl::StatusOr<std::unique_ptr<RolloutWorker>> RolloutWorker::Create(
   m.decisions = &r.counter("decisions");
   m.episodes = &r.counter("episodes");
   m.successes = &r.counter("successes");
+  m.faults = &r.counter("env_faults");
   m.success_rate = &r.gauge("success_rate");
   m.parked = &r.gauge("envs_parked");
   m.wait_for_action_ms = &r.histogram(

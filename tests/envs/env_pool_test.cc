@@ -121,6 +121,64 @@ TEST(EnvPool, BadActionsAreRejectedAndCountedNotStepped) {
   EXPECT_FALSE((*pool)->Send({0}, std::vector<float>(3)).ok());
 }
 
+// Each injected fault ends its env's episode at exactly its step, with the
+// reason; the env resets on its next Send and steps on; other envs never see
+// a fault; every one is counted.
+TEST(EnvPool, FaultsEndTheEpisodeResetTheEnvAndAreCounted) {
+  EnvPoolOptions o = Options(2);
+  o.first_env_id = 10;  // plans name global env ids
+  absl::StatusOr<FaultPlan> plan =
+      ParseFaultPlan("throw@10:2, wrong_shape@10:4, nan@11:3, hang@13:2");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  o.faults = *plan;
+  o.faults.hang_s = 0.6;
+  o.step_deadline_s = 0.3;
+  auto pool = EnvPool::Create(o);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::map<int, int> stepped;  // steps sent to each env (resets excluded)
+  std::map<std::pair<int, int>, std::string> faults;  // (env, step) -> reason
+  std::vector<int> ready;
+  ASSERT_TRUE((*pool)->Recv(kEnvs, absl::Seconds(30), &ready).ok());
+  auto all_stepped = [&] {
+    for (int id = 0; id < kEnvs; ++id) {
+      if (stepped[id] < 6) return false;
+    }
+    return true;
+  };
+  while (!all_stepped()) {
+    std::vector<float> actions(ready.size() * kActionDim, 0.1f);
+    for (int id : ready) {
+      const EnvState& st = (*pool)->state(id);
+      if (!st.fault.ok()) {
+        EXPECT_TRUE(st.result.truncated);
+        faults[{id, stepped[id]}] = std::string(st.fault.message());
+      }
+    }
+    // An env whose last state ended its episode resets on this Send.
+    for (int id : ready) {
+      const StepResult& r = (*pool)->state(id).result;
+      if (!r.done && !r.truncated) ++stepped[id];
+    }
+    ASSERT_TRUE((*pool)->Send(ready, actions).ok());
+    ready.clear();
+    ASSERT_TRUE((*pool)->Recv(1, absl::Seconds(30), &ready).ok());
+  }
+  ASSERT_EQ(faults.size(), 4u);
+  EXPECT_NE(
+      faults[std::make_pair(0, 2)].find("the env crashed: injected fault"),
+      std::string::npos);
+  EXPECT_NE(faults[std::make_pair(0, 4)].find(
+                "observation images: 6144 and 12288 bytes"),
+            std::string::npos)
+      << faults[std::make_pair(0, 4)];
+  EXPECT_NE(faults[std::make_pair(1, 3)].find("observation.proprio[0] is nan"),
+            std::string::npos);
+  EXPECT_NE(
+      faults[std::make_pair(3, 2)].find("past env.step_deadline_s 0.30 s"),
+      std::string::npos);
+  EXPECT_EQ((*pool)->stats().faults, 4u);
+}
+
 TEST(EnvPool, AutoResetAfterTheLastStepOfAnEpisode) {
   EnvPoolOptions o = Options(1);
   o.num_envs = 1;

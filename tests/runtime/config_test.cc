@@ -101,6 +101,18 @@ TEST(Config, OutOfRangeAndBadChoice) {
             absl::string_view::npos);
 }
 
+TEST(Config, BadFaultPlanNamesTheKeyAndTheEntry) {
+  absl::StatusOr<Config> c =
+      LoadConfig("", {"env.faults=throw@1:5, explode@2:3"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            "--set: env.faults = \"throw@1:5, explode@2:3\": expected "
+            "comma-separated KIND@ENV:STEP; \"explode@2:3\": unknown kind "
+            "\"explode\" (KIND is one of throw, hang, wrong_shape, nan)");
+  EXPECT_FALSE(LoadConfig("", {"env.faults=nan@1:0"}).ok());
+  EXPECT_TRUE(LoadConfig("", {"env.faults=nan@1:4,hang@0:9"}).ok());
+}
+
 TEST(Config, BoolsIntegersAndListsAreStrict) {
   const testutil::TestDir dir;
   EXPECT_FALSE(LoadConfig("", {"metrics.csv=maybe"}).ok());
