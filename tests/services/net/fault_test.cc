@@ -1,7 +1,9 @@
 // Faults a multi-process run must survive, injected for real: inference
 // servers killed with SIGKILL under a running rollout worker (it fails over to
 // the other server, waits while none is up, and reconnects when one is back,
-// without the worker process ever exiting).
+// without the worker process ever exiting); envs of two rollout processes
+// that throw, hang past the step deadline, return a wrong shape or NaN (each
+// reset and counted while training goes on).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -115,6 +117,76 @@ TEST(InferenceFaults, RolloutFailsOverWaitsAndReconnectsWithoutExiting) {
 
   rollout.Signal(SIGTERM);
   EXPECT_EQ(rollout.Wait(), 0) << rollout.Log();
+}
+
+absl::StatusOr<v1::RoleStatus> LearnerStatus(const std::string& target) {
+  auto stub = v1::Learner::NewStub(MakeChannel(target, NetOptions()));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, NetOptions(), absl::Seconds(5));
+  v1::RoleStatus out;
+  const grpc::Status s = stub->GetStatus(&ctx, v1::StatusRequest(), &out);
+  if (!s.ok()) return FromGrpcStatus(s, target);
+  return out;
+}
+
+TEST(EnvFaults, EveryInjectedFaultIsResetAndCountedWhileTrainingGoesOn) {
+  testutil::TestDir dir;
+  // Global env ids: worker 0 has envs 0-3, worker 1 envs 4-7.
+  const std::vector<std::string> faults = {
+      "--set", "env.faults=throw@1:3,hang@2:4,wrong_shape@5:3,nan@6:5",
+      "--set", "env.fault_hang_s=1.5",
+      "--set", "env.step_deadline_s=1",
+      "--set", "cluster.rollout_workers=2"};
+  RoleProcess learner(
+      RLVLA3_BINARY,
+      Args({"serve", "learner", "--listen", "127.0.0.1:0"}, faults), {},
+      dir.File("learner"));
+  ASSERT_TRUE(learner.WaitReady(120)) << learner.Log();
+  RoleProcess inference(RLVLA3_BINARY,
+                        Args({"serve", "inference", "--listen", "127.0.0.1:0",
+                              "--learner", learner.address()},
+                             faults),
+                        {}, dir.File("inference"));
+  ASSERT_TRUE(inference.WaitReady(120)) << inference.Log();
+  std::vector<std::unique_ptr<RoleProcess>> workers;
+  for (const char* w : {"0", "1"}) {
+    workers.push_back(std::make_unique<RoleProcess>(
+        RLVLA3_BINARY,
+        Args({"serve", "rollout", "--listen", "127.0.0.1:0", "--learner",
+              learner.address(), "--inference", inference.address(), "--worker",
+              w},
+             faults),
+        std::vector<std::string>{}, dir.File(std::string("rollout") + w)));
+    ASSERT_TRUE(workers.back()->WaitReady(120)) << workers.back()->Log();
+  }
+  // Both workers report their two faults, and go on stepping past them.
+  for (auto& w : workers) {
+    v1::RoleStatus st;
+    const auto end = Clock::now() + std::chrono::seconds(90);
+    while (Clock::now() < end) {
+      ASSERT_TRUE(FramesPass(w->address(), 0, 5, &st)) << w->Log();
+      if (st.env_faults() >= 2 && st.env_frames() > 80) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    EXPECT_EQ(st.env_faults(), 2u) << w->Log();
+    EXPECT_GT(st.env_frames(), 80u);
+    EXPECT_TRUE(w->running());
+  }
+  // The learner keeps taking optimizer steps after the faults.
+  absl::StatusOr<v1::RoleStatus> l = LearnerStatus(learner.address());
+  ASSERT_TRUE(l.ok()) << l.status();
+  const uint64_t steps = l->optimizer_steps();
+  const auto end = Clock::now() + std::chrono::seconds(90);
+  while (Clock::now() < end && l.ok() && l->optimizer_steps() < steps + 2) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    l = LearnerStatus(learner.address());
+  }
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_GE(l->optimizer_steps(), steps + 2) << learner.Log();
+  for (auto& w : workers) {
+    w->Signal(SIGTERM);
+    EXPECT_EQ(w->Wait(), 0) << w->Log();
+  }
 }
 
 }  // namespace
