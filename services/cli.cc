@@ -146,7 +146,11 @@ constexpr VerbHelp kVerbHelp[] = {
     {"down", "--local: stop the run that `up --local` started (same config)\n"},
     {"status",
      "health, policy version and throughput of every role of the run (the\n"
-     "addresses the config lays out); exit 1 unless all are SERVING\n"},
+     "addresses the config lays out), then the learner's roster: every role\n"
+     "that sends heartbeats, a role silent past cluster.role_timeout_s\n"
+     "flagged SILENT; exit 1 unless all are SERVING and none is silent\n"
+     "  --learner HOST:PORT  a run started elsewhere: its learner and "
+     "roster\n"},
     {"version", "print the version\n"},
 };
 
@@ -591,7 +595,12 @@ int VerbStatus(const CommonFlags& f) {
   if (!c) return kExitUsage;
   auto net = ClientNet(*c);
   if (!net) return kExitFailure;
-  return RunStatus(LayoutFromConfig(c->cluster), *net);
+  ClusterLayout layout = LayoutFromConfig(c->cluster);
+  // A run started elsewhere (by hand, Kubernetes): its learner's roster.
+  if (const std::string learner = f.Get("--learner", ""); !learner.empty()) {
+    layout = ClusterLayout{learner, {}, {}};
+  }
+  return RunStatus(layout, *net);
 }
 
 int VerbBench(const CommonFlags& f) {
@@ -702,6 +711,10 @@ int RunCli(const std::vector<std::string>& args) {
     auto flags = ParseFlags(rest, 1, {"--duration"});
     return flags ? VerbUpDown(verb, local, *flags) : kExitUsage;
   }
+  if (verb == "status") {
+    auto flags = ParseFlags(args, 1, {"--learner"});
+    return flags ? VerbStatus(*flags) : kExitUsage;
+  }
   if (verb == "render") {
     auto flags = ParseFlags(args, 1, {"--task", "--init", "--out"});
     return flags ? VerbRender(*flags) : kExitUsage;
@@ -718,7 +731,7 @@ int RunCli(const std::vector<std::string>& args) {
   if (!flags) return kExitUsage;
   if (verb == "config") return VerbConfig(*flags);
   if (verb == "selfcheck") return VerbSelfCheck(*flags);
-  if (verb == "status") return VerbStatus(*flags);
+
   std::fprintf(stderr, "rl-vla3: unknown verb '%s'\n%s", verb.c_str(), kUsage);
   return kExitUsage;
 }

@@ -17,6 +17,7 @@
 #include "rlvla3/v1/services.grpc.pb.h"
 #include "runtime/text_file.h"
 #include "services/child_process.h"
+#include "services/net/roster.h"
 #include "services/train.h"
 
 namespace rlvla3 {
@@ -353,6 +354,39 @@ int RunDownLocal(const std::string& run_dir) {
   return kExitOk;
 }
 
+// The learner's roster (every role that sends heartbeats, wherever it runs);
+// false if a role is silent or the roster cannot be read.
+bool PrintRoster(const std::string& learner, const NetOptions& net) {
+  absl::StatusOr<v1::RoleRoster> r = ListRoles(learner, net);
+  if (!r.ok()) {
+    std::printf("\nroster: %s\n", r.status().ToString().c_str());
+    return false;
+  }
+  std::printf(
+      "\nroster of learner %s (heartbeats; silent past %.0f s is flagged)\n",
+      learner.c_str(), r->timeout_s());
+  std::printf("%-10s %-22s %-16s %8s %22s\n", "ROLE", "ADDRESS",
+              "LAST HEARTBEAT", "VERSION", "THROUGHPUT");
+  bool all = true;
+  for (const v1::RosterEntry& e : r->roles()) {
+    const v1::RoleStatus& st = e.status();
+    const std::string beat =
+        e.silent() ? absl::StrFormat("SILENT %.0f s", e.silent_s())
+                   : absl::StrFormat("%.1f s ago", e.silent_s());
+    const std::string rate =
+        st.role() == "inference"
+            ? absl::StrFormat("%.0f obs/s", st.observations_per_s())
+            : absl::StrFormat("%.0f frames/s", st.env_frames_per_s());
+    std::printf("%-10s %-22s %-16s %8llu %22s\n", st.role().c_str(),
+                e.address().c_str(), beat.c_str(),
+                static_cast<unsigned long long>(st.policy_version()),
+                rate.c_str());
+    all = all && !e.silent();
+  }
+  if (r->roles().empty()) std::printf("(no role has reported yet)\n");
+  return all;
+}
+
 int RunStatus(const ClusterLayout& l, const NetOptions& net) {
   std::vector<std::pair<Role, std::string>> roles = {
       {Role::kLearner, l.learner}};
@@ -391,6 +425,7 @@ int RunStatus(const ClusterLayout& l, const NetOptions& net) {
                 address.c_str(), health.c_str(), version.c_str(), rate.c_str(),
                 up.c_str());
   }
+  all = PrintRoster(l.learner, quick) && all;
   return all ? kExitOk : kExitFailure;
 }
 

@@ -22,6 +22,7 @@
 #include "services/net/inference_service.h"
 #include "services/net/learner_service.h"
 #include "services/net/observation_client.h"
+#include "services/net/roster.h"
 #include "services/net/segment_client.h"
 #include "services/net/weight_client.h"
 #include "services/rollout/rollout_worker.h"
@@ -97,10 +98,34 @@ void RunUntil(double duration_s, double interval_s,
   }
 }
 
-void Announce(const char* role, const std::string& listen, int port) {
-  const std::string host = listen.substr(0, listen.rfind(':'));
-  std::printf("%s: serving on %s:%d\n", role, host.c_str(), port);
+// Prints "ROLE: serving on HOST:PORT" and returns that address.
+std::string Announce(const char* role, const std::string& listen, int port) {
+  const std::string address =
+      absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
+  std::printf("%s: serving on %s\n", role, address.c_str());
   std::fflush(stdout);
+  return address;
+}
+
+// Heartbeats of a role to the learner's roster.
+std::unique_ptr<HeartbeatSender> StartHeartbeats(
+    const Config& c, const ServeFlags& f, const NetOptions& net,
+    const std::string& address, std::function<void(v1::RoleStatus*)> fill) {
+  return HeartbeatSender::Start(
+      {f.learner, address, absl::Seconds(c.cluster.heartbeat_s)}, net,
+      std::move(fill));
+}
+
+// The roles silent past the timeout, for a progress line ("" if none).
+std::string SilentRoles(const RosterService& roster) {
+  std::string out;
+  const v1::RoleRoster now = roster.Snapshot();
+  for (const v1::RosterEntry& e : now.roles()) {
+    if (!e.silent()) continue;
+    absl::StrAppend(&out, out.empty() ? "" : ", ", e.status().role(), " ",
+                    e.address(), " (", static_cast<int>(e.silent_s()), " s)");
+  }
+  return out;
 }
 
 int Fail(const char* role, const absl::Status& s) {
@@ -130,8 +155,9 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
     st->set_optimizer_steps(steps.value());
     st->set_trained_samples_per_s(rate.load());
   });
+  RosterService roster(s.net, absl::Seconds(c.cluster.role_timeout_s));
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
-      RoleServer::Start(f.listen, s.net, {service.service()});
+      RoleServer::Start(f.listen, s.net, {service.service(), &roster});
   if (!server.ok()) return Fail("learner", server.status());
   learner.Start([&service] { service.Close(); },
                 [](const LearnerStepStats&) {});
@@ -152,8 +178,13 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
         t_last = now;
         spdlog::info(
             "learner: version {}, {} steps, {} samples ({:.0f}/s), "
-            "{} segments waiting",
-            learner.version(), steps.value(), n, rate.load(), service.depth());
+            "{} segments waiting, {} roles reporting",
+            learner.version(), steps.value(), n, rate.load(), service.depth(),
+            roster.Snapshot().roles_size());
+        if (const std::string quiet = SilentRoles(roster); !quiet.empty()) {
+          spdlog::warn("learner: silent past cluster.role_timeout_s: {}",
+                       quiet);
+        }
       });
   (*server)->Shutdown(absl::Seconds(1));
   service.Close();
@@ -218,7 +249,11 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
     }
     return Fail("inference", server.status());
   }
-  Announce("inference", f.listen, (*server)->port());
+  const std::string address =
+      Announce("inference", f.listen, (*server)->port());
+  std::unique_ptr<HeartbeatSender> heartbeats = StartHeartbeats(
+      c, f, s.net, address,
+      [&service](v1::RoleStatus* st) { service.FillStatus(st); });
   Counter& served = metrics.counter("observations_served");
   uint64_t last = 0;
   absl::Status last_weights_error;
@@ -235,6 +270,7 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
         }
         last_weights_error = ws;
       });
+  heartbeats.reset();
   (*server)->Shutdown(absl::Seconds(1));
   (*sub)->Stop();
   role.Stop();
@@ -330,7 +366,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   std::mutex rate_mu;
   auto rate_t = t0;
   uint64_t rate_frames = 0;
-  RolloutControlService control(s.net, [&](v1::RoleStatus* st) {
+  auto fill_status = [&](v1::RoleStatus* st) {
     {
       std::lock_guard<std::mutex> lock(rate_mu);
       const auto now = Clock::now();
@@ -352,12 +388,15 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     st->set_observation_failovers(os.failovers);
     st->set_inference_reconnects(os.reconnects);
     st->set_env_faults(faults.value());
-  });
+  };
+  RolloutControlService control(s.net, fill_status);
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       RoleServer::Start(f.listen, s.net, {&control});
   if (!server.ok()) return Fail("rollout", server.status());
   w->Start();
-  Announce("rollout", f.listen, (*server)->port());
+  const std::string address = Announce("rollout", f.listen, (*server)->port());
+  std::unique_ptr<HeartbeatSender> heartbeats =
+      StartHeartbeats(c, f, s.net, address, fill_status);
   absl::Status failure;
   auto check = [&] {
     for (const absl::Status& st :
@@ -382,6 +421,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
         os.failovers, os.reconnects, os.retries);
     last = n;
   });
+  heartbeats.reset();
   w->Stop();
   (*obs)->Close();
   (*seg)->Close();

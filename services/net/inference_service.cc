@@ -86,7 +86,11 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest*,
                                       v1::RoleStatus* out) override {
-    return AnswerNow(ctx, net, [&] {
+    return AnswerNow(ctx, net, [&] { FillStatus(out); });
+  }
+
+  void FillStatus(v1::RoleStatus* out) {
+    {
       const auto now = std::chrono::steady_clock::now();
       out->set_role("inference");
       out->set_running(!queue.closed());
@@ -104,7 +108,7 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
       out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
       out->set_invalid_requests(invalid->value());
       if (status_fill) status_fill(out);
-    });
+    }
   }
 
   // On a stream's reaction: queues one observation for inference, or says
@@ -267,6 +271,10 @@ grpc::Service* InferenceService::service() { return impl_.get(); }
 void InferenceService::SetStatusSource(
     std::function<void(v1::RoleStatus*)> fill) {
   impl_->status_fill = std::move(fill);
+}
+
+void InferenceService::FillStatus(v1::RoleStatus* out) {
+  impl_->FillStatus(out);
 }
 
 BoundedQueue<ObservationRequest>& InferenceService::requests() {

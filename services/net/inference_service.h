@@ -45,6 +45,8 @@ class InferenceService final : public ObservationSource {
   ~InferenceService() override;
 
   grpc::Service* service();
+  // What GetStatus answers (also the role's heartbeat).
+  void FillStatus(v1::RoleStatus* out);
   // What GetStatus reports besides the service's own counters; set once,
   // before the server starts.
   void SetStatusSource(std::function<void(v1::RoleStatus*)> fill);

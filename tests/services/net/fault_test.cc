@@ -3,7 +3,9 @@
 // the other server, waits while none is up, and reconnects when one is back,
 // without the worker process ever exiting); envs of two rollout processes
 // that throw, hang past the step deadline, return a wrong shape or NaN (each
-// reset and counted while training goes on).
+// reset and counted while training goes on); a rollout process stopped with
+// SIGSTOP (alive, silent) flagged by the learner's heartbeat roster and
+// `rl-vla3 status`, and cleared once it resumes.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -187,6 +189,72 @@ TEST(EnvFaults, EveryInjectedFaultIsResetAndCountedWhileTrainingGoesOn) {
     w->Signal(SIGTERM);
     EXPECT_EQ(w->Wait(), 0) << w->Log();
   }
+}
+
+// `rl-vla3 status --learner ADDR`: exit code and what it printed.
+std::pair<int, std::string> StatusVerb(const testutil::TestDir& dir,
+                                       const std::string& learner) {
+  RoleProcess p(RLVLA3_BINARY, Args({"status", "--learner", learner}), {},
+                dir.File("status"));
+  const int rc = p.Wait();
+  return {rc, p.Stdout()};
+}
+
+TEST(Heartbeats, StoppedRoleIsFlaggedSilentAndClearedWhenItResumes) {
+  testutil::TestDir dir;
+  const std::vector<std::string> timing = {"--set", "cluster.heartbeat_s=0.3",
+                                           "--set",
+                                           "cluster.role_timeout_s=1.5"};
+  RoleProcess learner(
+      RLVLA3_BINARY,
+      Args({"serve", "learner", "--listen", "127.0.0.1:0"}, timing), {},
+      dir.File("learner"));
+  ASSERT_TRUE(learner.WaitReady(120)) << learner.Log();
+  RoleProcess inference(RLVLA3_BINARY,
+                        Args({"serve", "inference", "--listen", "127.0.0.1:0",
+                              "--learner", learner.address()},
+                             timing),
+                        {}, dir.File("inference"));
+  ASSERT_TRUE(inference.WaitReady(120)) << inference.Log();
+  RoleProcess rollout(RLVLA3_BINARY,
+                      Args({"serve", "rollout", "--listen", "127.0.0.1:0",
+                            "--learner", learner.address(), "--inference",
+                            inference.address(), "--worker", "0"},
+                           timing),
+                      {}, dir.File("rollout"));
+  ASSERT_TRUE(rollout.WaitReady(120)) << rollout.Log();
+  auto wait_status = [&](int want_rc, double timeout_s) {
+    const auto end =
+        Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+    std::pair<int, std::string> r;
+    do {
+      r = StatusVerb(dir, learner.address());
+      if (r.first == want_rc) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    } while (Clock::now() < end);
+    return r;
+  };
+  auto [rc, out] = wait_status(0, 30);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("rollout    " + rollout.address()), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("inference  " + inference.address()), std::string::npos)
+      << out;
+  rollout.Signal(SIGSTOP);  // alive, but silent
+  std::tie(rc, out) = wait_status(1, 30);
+  EXPECT_EQ(rc, 1) << out;
+  const size_t line = out.find("rollout    " + rollout.address());
+  ASSERT_NE(line, std::string::npos) << out;
+  EXPECT_NE(out.find("SILENT", line), std::string::npos) << out;
+  EXPECT_EQ(out.find("SILENT", out.find("inference  ")),
+            out.find("SILENT", line))
+      << "only the stopped role is silent:\n"
+      << out;
+  rollout.Signal(SIGCONT);
+  std::tie(rc, out) = wait_status(0, 30);
+  EXPECT_EQ(rc, 0) << out;
+  rollout.Signal(SIGTERM);
+  EXPECT_EQ(rollout.Wait(), 0) << rollout.Log();
 }
 
 }  // namespace

@@ -1,0 +1,126 @@
+#include "services/net/roster.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
+
+namespace rlvla3 {
+
+RosterService::RosterService(const NetOptions& net, absl::Duration timeout)
+    : net_(net), timeout_(timeout) {}
+
+grpc::ServerUnaryReactor* RosterService::Heartbeat(
+    grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* request,
+    v1::HeartbeatReply*) {
+  auto* r = ctx->DefaultReactor();
+  if (grpc::Status s = CheckToken(ctx, net_); !s.ok()) {
+    r->Finish(s);
+    return r;
+  }
+  if (request->address().empty()) {
+    r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                           "heartbeat.address: empty"));
+    return r;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Entry& e = entries_[request->address()];
+    e.last = absl::Now();
+    e.status = request->status();
+  }
+  r->Finish(grpc::Status::OK);
+  return r;
+}
+
+v1::RoleRoster RosterService::Snapshot() const {
+  v1::RoleRoster out;
+  out.set_timeout_s(absl::ToDoubleSeconds(timeout_));
+  const absl::Time now = absl::Now();
+  std::vector<const std::pair<const std::string, Entry>*> sorted;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& kv : entries_) sorted.push_back(&kv);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
+    return std::make_pair(a->second.status.role(), a->first) <
+           std::make_pair(b->second.status.role(), b->first);
+  });
+  for (const auto* kv : sorted) {
+    v1::RosterEntry* e = out.add_roles();
+    e->set_address(kv->first);
+    const absl::Duration quiet = now - kv->second.last;
+    e->set_silent_s(absl::ToDoubleSeconds(quiet));
+    e->set_silent(quiet > timeout_);
+    *e->mutable_status() = kv->second.status;
+  }
+  return out;
+}
+
+grpc::ServerUnaryReactor* RosterService::ListRoles(
+    grpc::CallbackServerContext* ctx, const v1::StatusRequest*,
+    v1::RoleRoster* reply) {
+  return AnswerNow(ctx, net_, [&] { *reply = Snapshot(); });
+}
+
+absl::StatusOr<v1::RoleRoster> ListRoles(const std::string& target,
+                                         const NetOptions& net) {
+  auto stub = v1::Roster::NewStub(MakeChannel(target, net));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, net, net.call_timeout);
+  v1::RoleRoster out;
+  const grpc::Status s = stub->ListRoles(&ctx, v1::StatusRequest(), &out);
+  if (!s.ok()) return FromGrpcStatus(s, "roster of " + target);
+  return out;
+}
+
+std::unique_ptr<HeartbeatSender> HeartbeatSender::Start(
+    const HeartbeatOptions& options, const NetOptions& net,
+    std::function<void(v1::RoleStatus*)> fill) {
+  std::unique_ptr<HeartbeatSender> h(new HeartbeatSender);
+  h->options_ = options;
+  h->net_ = net;
+  h->fill_ = std::move(fill);
+  h->stub_ = v1::Roster::NewStub(MakeChannel(options.learner, net));
+  HeartbeatSender* self = h.get();
+  h->thread_ = std::thread([self] { self->Run(); });
+  return h;
+}
+
+HeartbeatSender::~HeartbeatSender() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HeartbeatSender::Run() {
+  bool failing = false;  // log a failure streak once, and its end
+  v1::HeartbeatRequest beat;
+  beat.set_address(options_.address);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    lock.unlock();
+    beat.mutable_status()->Clear();
+    fill_(beat.mutable_status());
+    grpc::ClientContext ctx;
+    // A beat that cannot land within its period is late anyway.
+    PrepareContext(&ctx, net_, std::max(options_.period, absl::Seconds(1)));
+    v1::HeartbeatReply reply;
+    const grpc::Status s = stub_->Heartbeat(&ctx, beat, &reply);
+    if (!s.ok() && !failing) {
+      spdlog::warn("heartbeat to learner {}: {}", options_.learner,
+                   s.error_message());
+    } else if (s.ok() && failing) {
+      spdlog::info("heartbeat to learner {}: delivered again",
+                   options_.learner);
+    }
+    failing = !s.ok();
+    lock.lock();
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.period),
+                 [&] { return stop_; });
+  }
+}
+
+}  // namespace rlvla3
