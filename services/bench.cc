@@ -17,6 +17,7 @@
 #include "services/config_bridge.h"
 #include "services/engine_config.h"
 #include "services/learner/learner_core.h"
+#include "services/train.h"
 
 namespace rlvla3 {
 namespace {
@@ -134,7 +135,8 @@ std::string Pct(double v) { return absl::StrFormat("%.0f%%", v); }
 absl::StatusOr<BenchResult> RunBench(const Config& config,
                                      const std::string& config_path,
                                      const std::string& run_dir,
-                                     double duration_s) {
+                                     double duration_s,
+                                     const BenchPlacement& placement) {
   BenchResult r;
   r.config_path = config_path;
   r.duration_s = duration_s;
@@ -177,6 +179,15 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
     if (!run.ok()) return run.status();
     (std::string(mode) == "sync" ? r.sync : r.async) = *std::move(run);
     if (run->interrupted) break;
+  }
+  // Sync across processes needs a barrier that knows every worker's parked
+  // envs, which `serve` does not have yet: async only.
+  if (placement.processes && !StopSignalled()) {
+    absl::StatusOr<ProcessRun> p =
+        RunProcessesOnce(c, "async", placement.binary,
+                         absl::StrCat(run_dir, "/processes-async"), duration_s);
+    if (!p.ok()) return p.status();
+    r.processes_async = *p;
   }
   r.ratio_async_over_sync =
       r.sync.summary.env_frames_per_s > 0
@@ -298,10 +309,32 @@ std::string FormatBenchTable(const BenchResult& r) {
              r.alone.learner_cpu_s_per_frame),
       r.core_limit, r.pipeline_efficiency, r.ratio_async_over_sync,
       r.bottleneck, r.advice);
+  if (r.processes_async.ran) {
+    const ProcessRun& pa = r.processes_async;
+    absl::StrAppendFormat(
+        &out,
+        "\nacross processes (rl-vla3 up --local: %d processes, gRPC on "
+        "loopback; sync is one process only)\n",
+        pa.processes);
+    line("", "sync", "async", "vs 1 process");
+    line("env frames/s", "-", f0(pa.env_frames_per_s),
+         ratio(pa.env_frames_per_s, a.env_frames_per_s));
+    line("trained samples/s", "-", f0(pa.trained_samples_per_s),
+         ratio(pa.trained_samples_per_s, a.trained_samples_per_s));
+    line("optimizer steps", "-", f0(pa.optimizer_steps), "");
+  }
   return out;
 }
 
 std::string BenchJson(const BenchResult& r) {
+  auto processes = [](const ProcessRun& p) -> std::string {
+    if (!p.ran) return "null";
+    return absl::StrFormat(
+        "{\"processes\": %d, \"window_s\": %.2f, \"env_frames_per_s\": %.3f, "
+        "\"trained_samples_per_s\": %.3f, \"optimizer_steps\": %d}",
+        p.processes, p.window_s, p.env_frames_per_s, p.trained_samples_per_s,
+        p.optimizer_steps);
+  };
   auto mode = [](const EngineSummary& s) {
     return absl::StrFormat(
         "{\"env_frames_per_s\": %.3f, \"trained_samples_per_s\": %.3f, "
@@ -333,7 +366,8 @@ std::string BenchJson(const BenchResult& r) {
       "  \"stage_limit_frames_per_s\": %.3f,\n  \"core_limit_frames_per_s\": "
       "%.3f,\n"
       "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
-      "\"advice\": \"%s\"\n}\n",
+      "\"advice\": \"%s\",\n  \"processes\": {\"sync\": %s, \"async\": "
+      "%s}\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator,
       r.alone.env_frames_per_s, r.alone.env_cpu_s_per_frame,
       r.alone.inference_obs_per_s, r.alone.inference_batch,
@@ -341,7 +375,7 @@ std::string BenchJson(const BenchResult& r) {
       r.alone.learner_cpu_s_per_frame, mode(r.sync.summary),
       mode(r.async.summary), r.ratio_async_over_sync, r.pipeline_limit,
       r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
-      r.advice);
+      r.advice, processes(r.processes_sync), processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {

@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
+#include "services/bench_processes.h"
 #include "services/train.h"
 
 namespace rlvla3 {
@@ -42,16 +43,27 @@ struct BenchResult {
   int execute_steps = 1;
   StageAlone alone;
   EngineRun sync, async;
+  // --placement processes: async again, as separate processes (sync across
+  // processes is not available yet: processes_sync stays empty).
+  ProcessRun processes_sync, processes_async;
   double ratio_async_over_sync = 0;
   double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
   double pipeline_efficiency = 0;  // async / pipeline limit
   std::string bottleneck, advice;
 };
 
+// Where the roles run besides one process: with `processes`, async runs
+// again as processes (`binary` up --local).
+struct BenchPlacement {
+  bool processes = false;
+  std::string binary;
+};
+
 absl::StatusOr<BenchResult> RunBench(const Config& c,
                                      const std::string& config_path,
                                      const std::string& run_dir,
-                                     double duration_s);
+                                     double duration_s,
+                                     const BenchPlacement& placement = {});
 std::string FormatBenchTable(const BenchResult& r);
 std::string BenchJson(const BenchResult& r);
 Report BenchReport(const BenchResult& r);

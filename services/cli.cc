@@ -124,7 +124,10 @@ constexpr VerbHelp kVerbHelp[] = {
      "each stage alone, then sync vs async side by side on the same config\n"
      "  --duration SECONDS      per mode (default 60)\n"
      "  --json PATH             figures as JSON (default "
-     "<run folder>/bench.json)\n"},
+     "<run folder>/bench.json)\n"
+     "  --placement processes   also run async as separate processes (up\n"
+     "                          --local) in the same table (default: process;\n"
+     "                          sync runs in one process only)\n"},
     {"serve",
      "ROLE: run one role as its own gRPC service (learner | inference |\n"
      "rollout); prints \"ROLE: serving on HOST:PORT\" when ready\n"
@@ -622,7 +625,26 @@ int VerbBench(const CommonFlags& f) {
   InstallStopSignalHandlers();
   const std::string config_name =
       f.config_path.empty() ? "(defaults)" : f.config_path;
-  absl::StatusOr<BenchResult> r = RunBench(*c, config_name, *dir, duration);
+  BenchPlacement placement;
+  const std::string where = f.Get("--placement", "process");
+  if (where == "processes") {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+      spdlog::error("bench: cannot find the rl-vla3 executable");
+      return kExitFailure;
+    }
+    placement.processes = true;
+    placement.binary.assign(self, static_cast<size_t>(n));
+  } else if (where != "process") {
+    std::fprintf(stderr,
+                 "rl-vla3: --placement expects process or processes, got "
+                 "'%s'\n",
+                 where.c_str());
+    return kExitUsage;
+  }
+  absl::StatusOr<BenchResult> r =
+      RunBench(*c, config_name, *dir, duration, placement);
   if (!r.ok()) {
     spdlog::error("bench: {}", r.status().ToString());
     return kExitFailure;
@@ -683,7 +705,8 @@ int RunCli(const std::vector<std::string>& args) {
     return flags ? VerbTrain(*flags) : kExitUsage;
   }
   if (verb == "bench") {
-    auto flags = ParseFlags(args, 1, {"--mode", "--duration", "--json"});
+    auto flags =
+        ParseFlags(args, 1, {"--mode", "--duration", "--json", "--placement"});
     return flags ? VerbBench(*flags) : kExitUsage;
   }
   if (verb == "serve") {

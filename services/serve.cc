@@ -56,9 +56,11 @@ absl::StatusOr<RoleSetup> Setup(const Config& c) {
   if (!o.ok()) return o.status();
   s.options = *std::move(o);
   if (s.options.sync) {
+    // The sync barrier would need every worker's parked envs at the
+    // inference server; across processes that is not built yet.
     return absl::InvalidArgumentError(
-        "run.mode: serve runs the roles asynchronously (sync across "
-        "processes is `bench --placement processes`)");
+        "run.mode: serve runs the roles asynchronously (sync runs in one "
+        "process: rl-vla3 train / bench)");
   }
   absl::StatusOr<NetOptions> net = NetOptionsFromConfig(c);
   if (!net.ok()) return net.status();

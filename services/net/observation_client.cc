@@ -161,6 +161,7 @@ void GrpcObservationChannel::Dispatch(int env) {
   for (size_t k = 0; k < n; ++k) {
     Stream* s = targets_[(static_cast<size_t>(env) + k) % n].live;
     if (s == nullptr) continue;
+    if (k > 0) ++stats_.failovers;  // its own server is lost
     e.stream = s;
     s->pending.push_back(env);
     if (!s->writing) WriteNext(s);
@@ -203,7 +204,6 @@ bool GrpcObservationChannel::Lost(Stream* s) {
           ++moved;
         }
       }
-      stats_.failovers += static_cast<uint64_t>(moved);
       spdlog::warn(
           "inference {} lost; {} observations in flight {}; reconnecting",
           t.address, moved,

@@ -55,7 +55,7 @@ struct ObservationClientOptions {
 };
 
 struct ObservationClientStats {
-  uint64_t failovers = 0;      // in-flight observations moved off a lost server
+  uint64_t failovers = 0;  // observations sent elsewhere: their server was lost
   uint64_t reconnects = 0;     // streams re-opened to a server that was lost
   uint64_t retries = 0;        // observations re-sent after busy / queue full
   uint64_t stale_replies = 0;  // replies for an observation re-sent elsewhere
