@@ -132,7 +132,11 @@ double InProcess(Setup& s, int envs, double seconds) {
   InferenceServer role(s.options.inference, &ch, &s.weights, &metrics,
                        &timeline);
   role.Start([&ch] { ch.Close(); });
-  for (int e = 0; e < envs; ++e) (void)ch.Submit(obs.Request(e));
+  for (int e = 0; e < envs; ++e) {
+    if (absl::Status st = ch.Submit(obs.Request(e)); !st.ok()) {
+      std::fprintf(stderr, "in-process submit: %s\n", st.ToString().c_str());
+    }
+  }
   const double rate = Measure(replies, seconds);
   role.Stop();
   ch.Close();
@@ -195,7 +199,10 @@ GrpcResult OverGrpc(Setup& s, int envs, int streams, double seconds) {
     for (int e = 0; e < per; ++e) {
       ObservationRequest q = obs.Request(static_cast<int>(c) * per + e);
       q.env = e;
-      (void)clients[c]->Submit(q);
+      if (absl::Status st = clients[c]->Submit(q); !st.ok()) {
+        std::fprintf(stderr, "submit: %s\n", st.ToString().c_str());
+        ++out.errors;
+      }
     }
   }
   std::thread rss([&] {  // RSS half-way, to tell growth from a high plateau

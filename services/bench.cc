@@ -366,7 +366,7 @@ std::string BenchJson(const BenchResult& r) {
       "  \"stage_limit_frames_per_s\": %.3f,\n  \"core_limit_frames_per_s\": "
       "%.3f,\n"
       "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
-      "\"advice\": \"%s\",\n  \"processes\": {\"sync\": %s, \"async\": "
+      "\"advice\": \"%s\",\n  \"processes\": {\"async\": "
       "%s}\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator,
       r.alone.env_frames_per_s, r.alone.env_cpu_s_per_frame,
@@ -375,7 +375,7 @@ std::string BenchJson(const BenchResult& r) {
       r.alone.learner_cpu_s_per_frame, mode(r.sync.summary),
       mode(r.async.summary), r.ratio_async_over_sync, r.pipeline_limit,
       r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
-      r.advice, processes(r.processes_sync), processes(r.processes_async));
+      r.advice, processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {

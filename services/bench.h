@@ -44,8 +44,8 @@ struct BenchResult {
   StageAlone alone;
   EngineRun sync, async;
   // --placement processes: async again, as separate processes (sync across
-  // processes is not available yet: processes_sync stays empty).
-  ProcessRun processes_sync, processes_async;
+  // processes is not available yet).
+  ProcessRun processes_async;
   double ratio_async_over_sync = 0;
   double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
   double pipeline_efficiency = 0;  // async / pipeline limit

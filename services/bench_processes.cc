@@ -7,11 +7,11 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "rlvla3/v1/services.grpc.pb.h"
 #include "runtime/text_file.h"
 #include "services/child_process.h"
 #include "services/local_cluster.h"
 #include "services/net/grpc_common.h"
+#include "services/net/role_status.h"
 #include "services/serve.h"
 #include "services/train.h"
 
@@ -26,29 +26,17 @@ struct Sample {
   uint64_t env_frames = 0, trained = 0, steps = 0, version = 0;
 };
 
-template <typename Service>
-absl::StatusOr<v1::RoleStatus> GetStatus(const std::string& address,
-                                         const NetOptions& net) {
-  auto stub = Service::NewStub(MakeChannel(address, net));
-  grpc::ClientContext ctx;
-  PrepareContext(&ctx, net, net.call_timeout);
-  v1::RoleStatus out;
-  const grpc::Status s = stub->GetStatus(&ctx, v1::StatusRequest(), &out);
-  if (!s.ok()) return FromGrpcStatus(s, address);
-  return out;
-}
-
 absl::StatusOr<Sample> Take(const ClusterLayout& l, const NetOptions& net) {
   Sample s;
   s.at = Clock::now();
   absl::StatusOr<v1::RoleStatus> learner =
-      GetStatus<v1::Learner>(l.learner, net);
+      QueryRoleStatus(Role::kLearner, l.learner, net);
   if (!learner.ok()) return learner.status();
   s.trained = learner->trained_samples();
   s.steps = learner->optimizer_steps();
   s.version = learner->policy_version();
   for (const std::string& a : l.rollout) {
-    absl::StatusOr<v1::RoleStatus> r = GetStatus<v1::RolloutControl>(a, net);
+    absl::StatusOr<v1::RoleStatus> r = QueryRoleStatus(Role::kRollout, a, net);
     if (!r.ok()) return r.status();
     s.env_frames += r->env_frames();
   }

@@ -17,6 +17,7 @@
 #include "rlvla3/v1/services.grpc.pb.h"
 #include "runtime/text_file.h"
 #include "services/child_process.h"
+#include "services/net/role_status.h"
 #include "services/net/roster.h"
 #include "services/train.h"
 
@@ -25,43 +26,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kExitOk = 0, kExitFailure = 1;
-
-enum class Role { kLearner, kInference, kRollout };
-
-const char* RoleName(Role r) {
-  switch (r) {
-    case Role::kLearner:
-      return "learner";
-    case Role::kInference:
-      return "inference";
-    case Role::kRollout:
-      return "rollout";
-  }
-  return "?";
-}
-
-absl::StatusOr<v1::RoleStatus> QueryStatus(
-    Role role, const std::shared_ptr<grpc::Channel>& ch,
-    const std::string& target, const NetOptions& net) {
-  grpc::ClientContext ctx;
-  PrepareContext(&ctx, net, net.call_timeout);
-  v1::RoleStatus out;
-  grpc::Status s;
-  v1::StatusRequest req;
-  switch (role) {
-    case Role::kLearner:
-      s = v1::Learner::NewStub(ch)->GetStatus(&ctx, req, &out);
-      break;
-    case Role::kInference:
-      s = v1::Inference::NewStub(ch)->GetStatus(&ctx, req, &out);
-      break;
-    case Role::kRollout:
-      s = v1::RolloutControl::NewStub(ch)->GetStatus(&ctx, req, &out);
-      break;
-  }
-  if (!s.ok()) return FromGrpcStatus(s, target);
-  return out;
-}
 
 // One supervised role process.
 struct Member {
@@ -294,7 +258,7 @@ int RunUpLocal(const UpLocalOptions& o) {
       NetOptions quick = o.net;
       quick.call_timeout = absl::Milliseconds(500);
       absl::StatusOr<v1::RoleStatus> st =
-          QueryStatus(m.role, m.channel, m.address, quick);
+          QueryRoleStatus(m.role, m.channel, m.address, quick);
       if (st.ok()) {
         m.status = *std::move(st);
         m.last_heard = Clock::now();
@@ -401,8 +365,7 @@ int RunStatus(const ClusterLayout& l, const NetOptions& net) {
     absl::StatusOr<std::string> h = CheckHealth(address, quick);
     const std::string health = h.ok() ? *h : "UNREACHABLE";
     all = all && health == "SERVING";
-    absl::StatusOr<v1::RoleStatus> st =
-        QueryStatus(role, MakeChannel(address, quick), address, quick);
+    absl::StatusOr<v1::RoleStatus> st = QueryRoleStatus(role, address, quick);
     std::string version = "-", rate = "-", up = "-";
     if (st.ok()) {
       version = absl::StrCat(st->policy_version());

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/rate_meter.h"
 #include "runtime/weight_channel.h"
 #include "services/engine_config.h"
 #include "services/inference/inference_server.h"
@@ -150,12 +151,12 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   Counter& trained = metrics.counter("trained_samples");
   Counter& steps = metrics.counter("optimizer_steps");
   Counter& expired = metrics.counter("expired_episodes");
-  std::atomic<double> rate{0};
+  RateMeter rate;
   service.SetStatusSource([&](v1::RoleStatus* st) {
     st->set_trained_samples(trained.value());
     st->set_discarded_segments(expired.value());
     st->set_optimizer_steps(steps.value());
-    st->set_trained_samples_per_s(rate.load());
+    st->set_trained_samples_per_s(rate.per_s());
   });
   RosterService roster(s.net, absl::Seconds(c.cluster.role_timeout_s));
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
@@ -166,23 +167,16 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   Announce("learner", f.listen, (*server)->port());
   spdlog::info("learner: global batch {} from {} rollout worker(s)",
                lo.core.global_units, s.workers);
-  uint64_t last = 0;
-  auto t_last = Clock::now();
   RunUntil(
       f.duration_s, c.metrics.interval_s,
       [&] { return learner.stopping() || learner.done(); },
       [&] {
-        const auto now = Clock::now();
-        const double dt = std::chrono::duration<double>(now - t_last).count();
-        const uint64_t n = trained.value();
-        rate.store(dt > 0 ? (n - last) / dt : 0);
-        last = n;
-        t_last = now;
+        rate.Tick(trained.value());
         spdlog::info(
             "learner: version {}, {} steps, {} samples ({:.0f}/s), "
             "{} segments waiting, {} roles reporting",
-            learner.version(), steps.value(), n, rate.load(), service.depth(),
-            roster.Snapshot().roles_size());
+            learner.version(), steps.value(), trained.value(), rate.per_s(),
+            service.depth(), roster.Snapshot().roles_size());
         if (const std::string quiet = SilentRoles(roster); !quiet.empty()) {
           spdlog::warn("learner: silent past cluster.role_timeout_s: {}",
                        quiet);
@@ -213,8 +207,12 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   so.request_queue.capacity =
       std::max<size_t>(so.request_queue.capacity, size_t(s.global_envs));
   InferenceService service(so, s.net, &metrics);
-  service.SetStatusSource(
-      [&](v1::RoleStatus* st) { st->set_policy_version(weights.version()); });
+  Counter& served = metrics.counter("observations_served");
+  RateMeter rate;
+  service.SetStatusSource([&](v1::RoleStatus* st) {
+    st->set_policy_version(weights.version());
+    st->set_observations_per_s(rate.per_s());
+  });
   // Weights come from the learner only: the server starts serving with the
   // learner's first version, loaded into a copy of this process's policy.
   std::shared_ptr<TrainablePolicy> base = s.parts.policy;
@@ -256,13 +254,13 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   std::unique_ptr<HeartbeatSender> heartbeats = StartHeartbeats(
       c, f, s.net, address,
       [&service](v1::RoleStatus* st) { service.FillStatus(st); });
-  Counter& served = metrics.counter("observations_served");
   uint64_t last = 0;
   absl::Status last_weights_error;
   RunUntil(
       f.duration_s, c.metrics.interval_s, [&] { return role.stopping(); },
       [&] {
         const uint64_t n = served.value();
+        rate.Tick(n);
         spdlog::info("inference: version {}, {} observations (+{})",
                      weights.version(), n, n - last);
         last = n;
@@ -365,19 +363,9 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   Counter& successes = metrics.counter("successes");
   Counter& faults = metrics.counter("env_faults");
   const auto t0 = Clock::now();
-  std::mutex rate_mu;
-  auto rate_t = t0;
-  uint64_t rate_frames = 0;
+  RateMeter rate;
   auto fill_status = [&](v1::RoleStatus* st) {
-    {
-      std::lock_guard<std::mutex> lock(rate_mu);
-      const auto now = Clock::now();
-      const double dt = std::chrono::duration<double>(now - rate_t).count();
-      const uint64_t n = frames.value();
-      st->set_env_frames_per_s(dt > 0 ? (n - rate_frames) / dt : 0);
-      rate_t = now;
-      rate_frames = n;
-    }
+    st->set_env_frames_per_s(rate.per_s());
     st->set_role("rollout");
     st->set_running(w->status().ok());
     st->set_policy_version((*sub)->version());
@@ -413,6 +401,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   uint64_t last = 0;
   RunUntil(f.duration_s, c.metrics.interval_s, check, [&] {
     const uint64_t n = frames.value();
+    rate.Tick(n);
     const ObservationClientStats os = (*obs)->stats();
     spdlog::info(
         "rollout {}: {} frames (+{}), {} episodes, {} successes, "

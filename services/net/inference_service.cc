@@ -90,25 +90,15 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
   }
 
   void FillStatus(v1::RoleStatus* out) {
-    {
-      const auto now = std::chrono::steady_clock::now();
-      out->set_role("inference");
-      out->set_running(!queue.closed());
-      out->set_uptime_s(std::chrono::duration<double>(now - start).count());
-      const uint64_t n = observations->value();
-      out->set_observations(n);
-      {
-        std::lock_guard<std::mutex> lock(rate_mu);
-        const double dt =
-            std::chrono::duration<double>(now - last_status).count();
-        out->set_observations_per_s(dt > 0 ? (n - last_count) / dt : 0);
-        last_status = now;
-        last_count = n;
-      }
-      out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
-      out->set_invalid_requests(invalid->value());
-      if (status_fill) status_fill(out);
-    }
+    out->set_role("inference");
+    out->set_running(!queue.closed());
+    out->set_uptime_s(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count());
+    out->set_observations(observations->value());
+    out->set_queue_depth(static_cast<uint32_t>(queue.depth()));
+    out->set_invalid_requests(invalid->value());
+    if (status_fill) status_fill(out);
   }
 
   // On a stream's reaction: queues one observation for inference, or says
@@ -170,10 +160,6 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
   std::mutex mu;
   std::vector<Slot> slots ABSL_GUARDED_BY(mu);
   std::function<void(v1::RoleStatus*)> status_fill;  // set before serving
-  std::mutex rate_mu;
-  std::chrono::steady_clock::time_point last_status ABSL_GUARDED_BY(rate_mu) =
-      std::chrono::steady_clock::now();
-  uint64_t last_count ABSL_GUARDED_BY(rate_mu) = 0;
 };
 
 namespace {

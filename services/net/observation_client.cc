@@ -193,8 +193,7 @@ bool GrpcObservationChannel::Lost(Stream* s) {
       t.next_attempt = absl::Now() + t.backoff;
       t.backoff = std::min(2 * t.backoff, kMaxStreamBackoff);
     }
-    bool any_up = false;
-    for (const Target& o : targets_) any_up |= o.live != nullptr;
+    const bool any_up = ServersUp() > 0;
     if (!any_up) none_up_since_ = absl::Now();
     if (!closing_) {
       int moved = 0;
@@ -300,6 +299,12 @@ void GrpcObservationChannel::OnStreamDone(Stream* s,
   cv_.notify_all();
 }
 
+int GrpcObservationChannel::ServersUp() const {
+  int up = 0;
+  for (const Target& t : targets_) up += t.live != nullptr;
+  return up;
+}
+
 void GrpcObservationChannel::FailLocked(const absl::Status& s) {
   if (first_error_.ok() && !closing_) first_error_ = s;
 }
@@ -335,19 +340,14 @@ void GrpcObservationChannel::Maintain() {
     const absl::Time now = absl::Now();
     ReconnectDue(now);
     // Retries whose time has come (an env re-submitted meanwhile is skipped).
-    std::vector<Retry> later;
+    auto due = [&](const Retry& r) { return r.due <= now; };
     for (const Retry& r : retries_) {
-      EnvSlot& e = envs_[static_cast<size_t>(r.env)];
-      if (r.due > now) {
-        later.push_back(r);
-      } else if (e.outstanding && e.stream == nullptr) {
-        Dispatch(r.env);
-      }
+      const EnvSlot& e = envs_[static_cast<size_t>(r.env)];
+      if (due(r) && e.outstanding && e.stream == nullptr) Dispatch(r.env);
     }
-    retries_.swap(later);
-    bool any_up = false;
-    for (const Target& t : targets_) any_up |= t.live != nullptr;
-    if (!any_up && now - none_up_since_ > options_.give_up_after) {
+    retries_.erase(std::remove_if(retries_.begin(), retries_.end(), due),
+                   retries_.end());
+    if (ServersUp() == 0 && now - none_up_since_ > options_.give_up_after) {
       FailLocked(absl::UnavailableError(
           absl::StrCat("no inference server reachable for ",
                        absl::FormatDuration(options_.give_up_after), ": ",
@@ -410,8 +410,7 @@ absl::Status GrpcObservationChannel::status() const {
 ObservationClientStats GrpcObservationChannel::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ObservationClientStats s = stats_;
-  s.servers_up = 0;
-  for (const Target& t : targets_) s.servers_up += t.live != nullptr;
+  s.servers_up = ServersUp();
   return s;
 }
 

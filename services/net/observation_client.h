@@ -100,6 +100,7 @@ class GrpcObservationChannel final : public ObservationChannel {
   void OnReadDone(Stream* s, bool ok);
   void OnStreamDone(Stream* s, const absl::Status& status);
   void FailLocked(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int ServersUp() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // live streams
 
   const ObservationClientOptions options_;
   const NetOptions net_;

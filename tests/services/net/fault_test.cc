@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "rlvla3/v1/services.grpc.pb.h"
 #include "services/net/grpc_common.h"
+#include "services/net/role_status.h"
 #include "tests/services/net/role_process.h"
 #include "tests/test_dir.h"
 
@@ -37,14 +37,41 @@ std::vector<std::string> Args(std::vector<std::string> a,
   return a;
 }
 
+// `rl-vla3 serve ROLE ...` with the test config and `extra` flags (not yet
+// ready: callers assert WaitReady).
+std::unique_ptr<RoleProcess> Serve(const testutil::TestDir& dir,
+                                   const std::string& name,
+                                   std::vector<std::string> role_args,
+                                   const std::vector<std::string>& extra) {
+  role_args.insert(role_args.begin(), "serve");
+  return std::make_unique<RoleProcess>(RLVLA3_BINARY, Args(role_args, extra),
+                                       std::vector<std::string>{},
+                                       dir.File(name));
+}
+std::unique_ptr<RoleProcess> Learner(const testutil::TestDir& dir,
+                                     const std::vector<std::string>& extra) {
+  return Serve(dir, "learner", {"learner", "--listen", "127.0.0.1:0"}, extra);
+}
+std::unique_ptr<RoleProcess> Inference(
+    const testutil::TestDir& dir, const std::string& name,
+    const std::string& learner, const std::vector<std::string>& extra,
+    const std::string& listen = "127.0.0.1:0") {
+  return Serve(dir, name,
+               {"inference", "--listen", listen, "--learner", learner}, extra);
+}
+std::unique_ptr<RoleProcess> Rollout(const testutil::TestDir& dir,
+                                     const std::string& worker,
+                                     const std::string& learner,
+                                     const std::string& inference,
+                                     const std::vector<std::string>& extra) {
+  return Serve(dir, "rollout" + worker,
+               {"rollout", "--listen", "127.0.0.1:0", "--learner", learner,
+                "--inference", inference, "--worker", worker},
+               extra);
+}
+
 absl::StatusOr<v1::RoleStatus> RolloutStatus(const std::string& target) {
-  auto stub = v1::RolloutControl::NewStub(MakeChannel(target, NetOptions()));
-  grpc::ClientContext ctx;
-  PrepareContext(&ctx, NetOptions(), absl::Seconds(5));
-  v1::RoleStatus out;
-  const grpc::Status s = stub->GetStatus(&ctx, v1::StatusRequest(), &out);
-  if (!s.ok()) return FromGrpcStatus(s, target);
-  return out;
+  return QueryRoleStatus(Role::kRollout, target, NetOptions());
 }
 
 // Waits until the rollout worker's frames pass `above` (true) or time runs
@@ -66,27 +93,16 @@ bool FramesPass(const std::string& rollout, uint64_t above, double timeout_s,
 
 TEST(InferenceFaults, RolloutFailsOverWaitsAndReconnectsWithoutExiting) {
   testutil::TestDir dir;
-  RoleProcess learner(RLVLA3_BINARY,
-                      Args({"serve", "learner", "--listen", "127.0.0.1:0"}), {},
-                      dir.File("learner"));
-  ASSERT_TRUE(learner.WaitReady(120)) << learner.Log();
-  auto inference = [&](const std::string& listen, const std::string& name) {
-    return std::make_unique<RoleProcess>(
-        RLVLA3_BINARY,
-        Args({"serve", "inference", "--listen", listen, "--learner",
-              learner.address()}),
-        std::vector<std::string>{}, dir.File(name));
-  };
-  auto a = inference("127.0.0.1:0", "inference_a");
+  auto learner = Learner(dir, {});
+  ASSERT_TRUE(learner->WaitReady(120)) << learner->Log();
+  auto a = Inference(dir, "inference_a", learner->address(), {});
   ASSERT_TRUE(a->WaitReady(120)) << a->Log();
-  auto b = inference("127.0.0.1:0", "inference_b");
+  auto b = Inference(dir, "inference_b", learner->address(), {});
   ASSERT_TRUE(b->WaitReady(120)) << b->Log();
   const std::string a_address = a->address();
-  RoleProcess rollout(RLVLA3_BINARY,
-                      Args({"serve", "rollout", "--listen", "127.0.0.1:0",
-                            "--learner", learner.address(), "--inference",
-                            a_address + "," + b->address(), "--worker", "0"}),
-                      {}, dir.File("rollout"));
+  auto worker =
+      Rollout(dir, "0", learner->address(), a_address + "," + b->address(), {});
+  RoleProcess& rollout = *worker;
   ASSERT_TRUE(rollout.WaitReady(120)) << rollout.Log();
   v1::RoleStatus st;
   ASSERT_TRUE(FramesPass(rollout.address(), 20, 60, &st)) << rollout.Log();
@@ -110,7 +126,7 @@ TEST(InferenceFaults, RolloutFailsOverWaitsAndReconnectsWithoutExiting) {
   const uint64_t idle = st.env_frames();
 
   // A comes back at its address: the worker re-opens its stream and steps.
-  a = inference(a_address, "inference_a2");
+  a = Inference(dir, "inference_a2", learner->address(), {}, a_address);
   ASSERT_TRUE(a->WaitReady(120)) << a->Log();
   ASSERT_TRUE(FramesPass(rollout.address(), idle + 40, 60, &st))
       << rollout.Log();
@@ -122,13 +138,7 @@ TEST(InferenceFaults, RolloutFailsOverWaitsAndReconnectsWithoutExiting) {
 }
 
 absl::StatusOr<v1::RoleStatus> LearnerStatus(const std::string& target) {
-  auto stub = v1::Learner::NewStub(MakeChannel(target, NetOptions()));
-  grpc::ClientContext ctx;
-  PrepareContext(&ctx, NetOptions(), absl::Seconds(5));
-  v1::RoleStatus out;
-  const grpc::Status s = stub->GetStatus(&ctx, v1::StatusRequest(), &out);
-  if (!s.ok()) return FromGrpcStatus(s, target);
-  return out;
+  return QueryRoleStatus(Role::kLearner, target, NetOptions());
 }
 
 TEST(EnvFaults, EveryInjectedFaultIsResetAndCountedWhileTrainingGoesOn) {
@@ -139,26 +149,14 @@ TEST(EnvFaults, EveryInjectedFaultIsResetAndCountedWhileTrainingGoesOn) {
       "--set", "env.fault_hang_s=1.5",
       "--set", "env.step_deadline_s=1",
       "--set", "cluster.rollout_workers=2"};
-  RoleProcess learner(
-      RLVLA3_BINARY,
-      Args({"serve", "learner", "--listen", "127.0.0.1:0"}, faults), {},
-      dir.File("learner"));
-  ASSERT_TRUE(learner.WaitReady(120)) << learner.Log();
-  RoleProcess inference(RLVLA3_BINARY,
-                        Args({"serve", "inference", "--listen", "127.0.0.1:0",
-                              "--learner", learner.address()},
-                             faults),
-                        {}, dir.File("inference"));
-  ASSERT_TRUE(inference.WaitReady(120)) << inference.Log();
+  auto learner = Learner(dir, faults);
+  ASSERT_TRUE(learner->WaitReady(120)) << learner->Log();
+  auto inference = Inference(dir, "inference", learner->address(), faults);
+  ASSERT_TRUE(inference->WaitReady(120)) << inference->Log();
   std::vector<std::unique_ptr<RoleProcess>> workers;
   for (const char* w : {"0", "1"}) {
-    workers.push_back(std::make_unique<RoleProcess>(
-        RLVLA3_BINARY,
-        Args({"serve", "rollout", "--listen", "127.0.0.1:0", "--learner",
-              learner.address(), "--inference", inference.address(), "--worker",
-              w},
-             faults),
-        std::vector<std::string>{}, dir.File(std::string("rollout") + w)));
+    workers.push_back(
+        Rollout(dir, w, learner->address(), inference->address(), faults));
     ASSERT_TRUE(workers.back()->WaitReady(120)) << workers.back()->Log();
   }
   // Both workers report their two faults, and go on stepping past them.
@@ -175,16 +173,16 @@ TEST(EnvFaults, EveryInjectedFaultIsResetAndCountedWhileTrainingGoesOn) {
     EXPECT_TRUE(w->running());
   }
   // The learner keeps taking optimizer steps after the faults.
-  absl::StatusOr<v1::RoleStatus> l = LearnerStatus(learner.address());
+  absl::StatusOr<v1::RoleStatus> l = LearnerStatus(learner->address());
   ASSERT_TRUE(l.ok()) << l.status();
   const uint64_t steps = l->optimizer_steps();
   const auto end = Clock::now() + std::chrono::seconds(90);
   while (Clock::now() < end && l.ok() && l->optimizer_steps() < steps + 2) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    l = LearnerStatus(learner.address());
+    l = LearnerStatus(learner->address());
   }
   ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_GE(l->optimizer_steps(), steps + 2) << learner.Log();
+  EXPECT_GE(l->optimizer_steps(), steps + 2) << learner->Log();
   for (auto& w : workers) {
     w->Signal(SIGTERM);
     EXPECT_EQ(w->Wait(), 0) << w->Log();
@@ -205,30 +203,20 @@ TEST(Heartbeats, StoppedRoleIsFlaggedSilentAndClearedWhenItResumes) {
   const std::vector<std::string> timing = {"--set", "cluster.heartbeat_s=0.3",
                                            "--set",
                                            "cluster.role_timeout_s=1.5"};
-  RoleProcess learner(
-      RLVLA3_BINARY,
-      Args({"serve", "learner", "--listen", "127.0.0.1:0"}, timing), {},
-      dir.File("learner"));
-  ASSERT_TRUE(learner.WaitReady(120)) << learner.Log();
-  RoleProcess inference(RLVLA3_BINARY,
-                        Args({"serve", "inference", "--listen", "127.0.0.1:0",
-                              "--learner", learner.address()},
-                             timing),
-                        {}, dir.File("inference"));
-  ASSERT_TRUE(inference.WaitReady(120)) << inference.Log();
-  RoleProcess rollout(RLVLA3_BINARY,
-                      Args({"serve", "rollout", "--listen", "127.0.0.1:0",
-                            "--learner", learner.address(), "--inference",
-                            inference.address(), "--worker", "0"},
-                           timing),
-                      {}, dir.File("rollout"));
+  auto learner = Learner(dir, timing);
+  ASSERT_TRUE(learner->WaitReady(120)) << learner->Log();
+  auto inference = Inference(dir, "inference", learner->address(), timing);
+  ASSERT_TRUE(inference->WaitReady(120)) << inference->Log();
+  auto worker =
+      Rollout(dir, "0", learner->address(), inference->address(), timing);
+  RoleProcess& rollout = *worker;
   ASSERT_TRUE(rollout.WaitReady(120)) << rollout.Log();
   auto wait_status = [&](int want_rc, double timeout_s) {
     const auto end =
         Clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
     std::pair<int, std::string> r;
     do {
-      r = StatusVerb(dir, learner.address());
+      r = StatusVerb(dir, learner->address());
       if (r.first == want_rc) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
     } while (Clock::now() < end);
@@ -238,7 +226,7 @@ TEST(Heartbeats, StoppedRoleIsFlaggedSilentAndClearedWhenItResumes) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("rollout    " + rollout.address()), std::string::npos)
       << out;
-  EXPECT_NE(out.find("inference  " + inference.address()), std::string::npos)
+  EXPECT_NE(out.find("inference  " + inference->address()), std::string::npos)
       << out;
   rollout.Signal(SIGSTOP);  // alive, but silent
   std::tie(rc, out) = wait_status(1, 30);

@@ -13,6 +13,7 @@
 
 #include "rlvla3/v1/services.grpc.pb.h"
 #include "services/net/grpc_common.h"
+#include "services/net/role_status.h"
 #include "services/net/wire_format.h"
 #include "tests/services/net/role_process.h"
 #include "tests/test_dir.h"
@@ -81,16 +82,10 @@ class ServeTest : public ::testing::Test {
     if (with_token) n.token = kToken;
     return n;
   }
-  template <typename Stub>
-  static absl::StatusOr<v1::RoleStatus> Status(const std::string& target,
+  static absl::StatusOr<v1::RoleStatus> Status(Role role,
+                                               const std::string& target,
                                                bool with_token = true) {
-    auto stub = Stub::NewStub(MakeChannel(target, Net()));
-    grpc::ClientContext ctx;
-    PrepareContext(&ctx, Net(with_token), absl::Seconds(5));
-    v1::RoleStatus out;
-    const grpc::Status s = stub->GetStatus(&ctx, v1::StatusRequest(), &out);
-    if (!s.ok()) return FromGrpcStatus(s, target);
-    return out;
+    return QueryRoleStatus(role, target, Net(with_token));
   }
 
   static testutil::TestDir* dir_;
@@ -119,9 +114,9 @@ TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(150);
   uint64_t steps = 0, rollout_version = 0, inference_version = 0;
   while (std::chrono::steady_clock::now() < end) {
-    auto l = Status<v1::Learner>(learner_->address());
-    auto i = Status<v1::Inference>(inference_->address());
-    auto r = Status<v1::RolloutControl>(rollout_->address());
+    auto l = Status(Role::kLearner, learner_->address());
+    auto i = Status(Role::kInference, inference_->address());
+    auto r = Status(Role::kRollout, rollout_->address());
     ASSERT_TRUE(l.ok() && i.ok() && r.ok())
         << l.status() << i.status() << r.status() << rollout_->Log();
     steps = l->optimizer_steps();
@@ -136,9 +131,9 @@ TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
 }
 
 TEST_F(ServeTest, CallWithoutTokenIsUnauthenticated) {
-  auto s = Status<v1::Learner>(learner_->address(), /*with_token=*/false);
+  auto s = Status(Role::kLearner, learner_->address(), /*with_token=*/false);
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnauthenticated);
-  auto ok = Status<v1::Learner>(learner_->address());
+  auto ok = Status(Role::kLearner, learner_->address());
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
@@ -194,9 +189,9 @@ TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
   EXPECT_TRUE(stream->Finish().ok());
   // Every other client kept being served: the rollout worker still steps.
   EXPECT_TRUE(spare_inference_->running());
-  auto before = Status<v1::RolloutControl>(rollout_->address());
+  auto before = Status(Role::kRollout, rollout_->address());
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  auto after = Status<v1::RolloutControl>(rollout_->address());
+  auto after = Status(Role::kRollout, rollout_->address());
   ASSERT_TRUE(before.ok() && after.ok());
   EXPECT_GT(after->env_frames(), before->env_frames()) << rollout_->Log();
   EXPECT_TRUE(inference_->running());

@@ -75,6 +75,14 @@ class LearnerTest : public testing::Test {
     for (int i = 0; i < 4; ++i)
       segs_.push_back(std::make_unique<RolloutSegment>(Shape()));
   }
+  // Segment i as a whole 2-decision GRPO episode of `group`, return i % 2.
+  RolloutSegment* Episode(int i, uint64_t version, uint64_t group) {
+    Fill(segs_[i].get(), 2, version, static_cast<uint32_t>(i));
+    segs_[i]->group = group;
+    segs_[i]->episode_end = true;
+    segs_[i]->episode_return = static_cast<float>(i % 2);
+    return segs_[i].get();
+  }
   std::vector<at::Tensor> Weights(LearnerCore& l) {
     std::vector<at::Tensor> out;
     for (const auto& p : NetOf(l)->parameters())
@@ -387,25 +395,18 @@ TEST_F(LearnerTest, GrpoGroupLosingAMemberToTheLagBoundIsDroppedWhole) {
   options_.global_units = 3;
   LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_,
                 /*version=*/5);
-  auto episode = [&](int i, uint64_t version, uint64_t group) {
-    Fill(segs_[i].get(), 2, version, i);
-    segs_[i]->group = group;
-    segs_[i]->episode_end = true;
-    segs_[i]->episode_return = static_cast<float>(i % 2);
-    return segs_[i].get();
-  };
-  l.Add({episode(0, 5, 7)});
+  l.Add({Episode(0, 5, 7)});
   EXPECT_EQ(l.waiting_episodes(), 1);
-  l.Add({episode(1, 3, 7)});  // lag 2 > 1: the group has no baseline now
+  l.Add({Episode(1, 3, 7)});  // lag 2 > 1: the group has no baseline now
   EXPECT_EQ(l.waiting_episodes(), 0);
   EXPECT_EQ(l.dropped_samples(), 4);
   EXPECT_EQ(l.TakeConsumed().size(), 2u);
-  l.Add({episode(2, 5, 7)});  // the group's last, fresh episode goes too
+  l.Add({Episode(2, 5, 7)});  // the group's last, fresh episode goes too
   EXPECT_EQ(l.dropped_samples(), 6);
   EXPECT_EQ(l.ready_samples(), 0);
   EXPECT_EQ(l.waiting_episodes(), 0);
   EXPECT_EQ(l.TakeConsumed().size(), 1u);
-  l.Add({episode(3, 5, 8)});  // other groups are unaffected
+  l.Add({Episode(3, 5, 8)});  // other groups are unaffected
   EXPECT_EQ(l.waiting_episodes(), 1);
   EXPECT_EQ(l.dropped_samples(), 6);
 }
@@ -418,16 +419,9 @@ TEST_F(LearnerTest, GrpoGroupMissingAMemberExpiresPastTheLagBound) {
   options_.global_units = 2;
   options_.max_policy_lag = 1;
   LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
-  auto episode = [&](int i, uint64_t version, uint64_t group) {
-    Fill(segs_[i].get(), 2, version, i);
-    segs_[i]->group = group;
-    segs_[i]->episode_end = true;
-    segs_[i]->episode_return = static_cast<float>(i % 2);
-    return segs_[i].get();
-  };
-  l.Add({episode(0, 0, 7)});  // its partner never comes
+  l.Add({Episode(0, 0, 7)});  // its partner never comes
   for (uint64_t v = 0; v < 2; ++v) {
-    l.Add({episode(1, v, 10 + v), episode(2, v, 10 + v)});
+    l.Add({Episode(1, v, 10 + v), Episode(2, v, 10 + v)});
     while (l.CanTrain()) l.TrainMicroBatch();
     ASSERT_TRUE(l.ReadyToStep());
     l.Step();
@@ -436,7 +430,7 @@ TEST_F(LearnerTest, GrpoGroupMissingAMemberExpiresPastTheLagBound) {
   }
   EXPECT_EQ(l.expired_episodes(), 1);
   EXPECT_EQ(l.dropped_samples(), 2);
-  l.Add({episode(3, 2, 7)});  // the partner, late: dropped as it comes
+  l.Add({Episode(3, 2, 7)});  // the partner, late: dropped as it comes
   EXPECT_EQ(l.waiting_episodes(), 0);
   EXPECT_EQ(l.dropped_samples(), 4);
 }
