@@ -306,6 +306,13 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
         absl::StrCat("comma-separated KIND@ENV:STEP; ", p.status().message())}
         .ToStatus();
   }
+  if (c.run.mode == "sync" && c.cluster.inference_servers != 1) {
+    return ConfigError{origin, "cluster.inference_servers",
+                       absl::StrCat(c.cluster.inference_servers),
+                       "1 when run.mode is sync (the sync barrier waits at "
+                       "one inference server for every env)"}
+        .ToStatus();
+  }
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {
     return ConfigError{origin, "env.num_envs", absl::StrCat(c.env.num_envs),
                        absl::StrCat("a multiple of rl.grpo_group_size (",

@@ -65,6 +65,14 @@ class ObservationChannel {
   virtual void SetReplyHandler(ActionReplyHandler handler) = 0;
   // Sends one observation; fails only once the channel is closed.
   virtual absl::Status Submit(const ObservationRequest& request) = 0;
+  // Sync wiring: `envs` stop submitting until a newer policy version
+  // (parked) or resume (before their next Submit). Called in the order the
+  // changes happen. A channel whose barrier reads the worker's gate directly
+  // (one process) has nothing to tell; one across processes forwards it.
+  virtual void NoteParked(absl::Span<const int> envs, bool parked) {
+    (void)envs;
+    (void)parked;
+  }
 };
 
 // The inference server's end.

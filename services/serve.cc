@@ -56,13 +56,6 @@ absl::StatusOr<RoleSetup> Setup(const Config& c) {
       LocalEngineOptionsFromConfig(c, s.parts);
   if (!o.ok()) return o.status();
   s.options = *std::move(o);
-  if (s.options.sync) {
-    // The sync barrier would need every worker's parked envs at the
-    // inference server; across processes that is not built yet.
-    return absl::InvalidArgumentError(
-        "run.mode: serve runs the roles asynchronously (sync runs in one "
-        "process: rl-vla3 train / bench)");
-  }
   absl::StatusOr<NetOptions> net = NetOptionsFromConfig(c);
   if (!net.ok()) return net.status();
   s.net = *net;
@@ -146,14 +139,17 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   LearnerService service(so, s.net, &weights, &metrics);
   LearnerRoleOptions lo = s.options.learner;
   lo.core.global_units *= s.workers;
+  lo.whole_batch = s.options.sync;  // sync: train once the batch is complete
   Learner learner(s.parts.policy, lo, s.parts.version, &service, &weights,
                   &metrics, &timeline);
   Counter& trained = metrics.counter("trained_samples");
   Counter& steps = metrics.counter("optimizer_steps");
   Counter& expired = metrics.counter("expired_episodes");
+  Counter& dropped = metrics.counter("dropped_samples");
   RateMeter rate;
   service.SetStatusSource([&](v1::RoleStatus* st) {
     st->set_trained_samples(trained.value());
+    st->set_dropped_samples(dropped.value());
     st->set_discarded_segments(expired.value());
     st->set_optimizer_steps(steps.value());
     st->set_trained_samples_per_s(rate.per_s());
@@ -209,18 +205,17 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   InferenceService service(so, s.net, &metrics);
   Counter& served = metrics.counter("observations_served");
   RateMeter rate;
-  service.SetStatusSource([&](v1::RoleStatus* st) {
-    st->set_policy_version(weights.version());
-    st->set_observations_per_s(rate.per_s());
-  });
   // Weights come from the learner only: the server starts serving with the
   // learner's first version, loaded into a copy of this process's policy.
   std::shared_ptr<TrainablePolicy> base = s.parts.policy;
   WeightSubscriber::Callbacks cb;
-  cb.on_weights = [&weights, base](AssembledWeights w) -> absl::Status {
+  cb.on_weights = [&weights, &service,
+                   base](AssembledWeights w) -> absl::Status {
     std::shared_ptr<TrainablePolicy> p = base->Snapshot(w.version);
     if (absl::Status st = p->LoadState(w.state); !st.ok()) return st;
     weights.Publish(p, w.version);
+    // Sync: envs resume on the version this server serves from now on.
+    service.AnnounceVersion(w.version);
     return absl::OkStatus();
   };
   absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
@@ -236,8 +231,19 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  InferenceServer role(s.options.inference, &service, &weights, &metrics,
-                       &timeline);
+  InferenceServerOptions io = s.options.inference;
+  if (s.options.sync) {
+    // The barrier: every env of every worker that is not parked.
+    io.full_batch = [&service] { return service.ActiveEnvs(); };
+  }
+  InferenceServer role(io, &service, &weights, &metrics, &timeline);
+  service.SetStatusSource([&](v1::RoleStatus* st) {
+    st->set_policy_version(weights.version());
+    st->set_observations_per_s(rate.per_s());
+    const HistogramSnapshot batches = role.batch_sizes();
+    st->set_batch_mean(batches.mean());
+    st->set_batches(batches.count);
+  });
   role.Start([&service] { service.Close(); });
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       RoleServer::Start(f.listen, s.net, {service.service()});
@@ -336,7 +342,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
       GrpcObservationChannel::Create(
           {f.inference, offset, envs, s.shape,
            // Long enough for `up` to restart a lost inference server.
-           absl::Seconds(6 * c.cluster.role_timeout_s)},
+           absl::Seconds(6 * c.cluster.role_timeout_s), s.options.sync},
           s.net);
   if (!obs.ok()) return Fail("rollout", obs.status());
   SegmentClientOptions sc;
@@ -352,7 +358,13 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   if (!worker.ok()) return Fail("rollout", worker.status());
   RolloutWorker* w = worker->get();
   WeightSubscriber::Callbacks cb;
-  cb.on_version = [w](uint64_t v) { w->OnPolicyVersion(v); };
+  if (s.options.sync) {
+    // Lock-step: envs resume on the version their inference server serves
+    // (the learner's may not have reached it yet).
+    (*obs)->SetVersionHandler([w](uint64_t v) { w->OnPolicyVersion(v); });
+  } else {
+    cb.on_version = [w](uint64_t v) { w->OnPolicyVersion(v); };
+  }
   absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
       WeightSubscriber::Start(
           {f.learner, true, s.parts.policy->kind(), ro.base_version}, s.net,

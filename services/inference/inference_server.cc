@@ -119,6 +119,10 @@ absl::Status InferenceServer::Infer(
   return source_->Reply(replies);
 }
 
+HistogramSnapshot InferenceServer::batch_sizes() const {
+  return batch_size_->Snapshot();
+}
+
 absl::Status InferenceServer::ActorLoop() {
   std::shared_ptr<Policy> policy;
   uint64_t have_version = ~0ull;

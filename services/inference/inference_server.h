@@ -66,6 +66,8 @@ class InferenceServer {
   bool stopping() const;
   // Waits for the actors; the first error, or OK.
   absl::Status Wait();
+  // Observations per batch since the start.
+  HistogramSnapshot batch_sizes() const;
 
  private:
   absl::Status ActorLoop();

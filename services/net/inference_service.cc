@@ -1,5 +1,6 @@
 #include "services/net/inference_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -28,6 +29,7 @@ class ActReactor final
   // Queues `r` (or an error for `env`). Called under the service's lock.
   void Send(const ActionReply& r, const WireShape& shape);
   void SendError(int env, const absl::Status& status);
+  void SendVersion(uint64_t version);
 
  private:
   v1::ActionReply* FreeMessage() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -44,6 +46,11 @@ class ActReactor final
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+
+ public:
+  // Sync mode: the stream has registered envs (guarded by the service's
+  // lock).
+  bool registered = false;
 };
 
 }  // namespace
@@ -54,6 +61,10 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
     std::vector<float> proprio;
     ActReactor* owner = nullptr;  // null: free, or its stream has ended
     bool busy = false;
+    // Sync mode: the stream that registered the env, and whether it said
+    // the env is parked.
+    ActReactor* member = nullptr;
+    bool parked = false;
   };
 
   Impl(const InferenceServiceOptions& o, const NetOptions& n,
@@ -144,10 +155,62 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
                      "request queue full (overflow policy: reject)");
   }
 
+  // On a stream's reaction: a sync notice registers the stream's envs and
+  // replaces which of them are parked; the stream hears the version served.
+  absl::Status Register(const v1::Observation& m, ActReactor* from) {
+    if (absl::Status s = CheckEnvNotice(m, options.num_envs); !s.ok()) {
+      return s;
+    }
+    const v1::EnvNotice& n = m.notice();
+    const size_t first = n.first_env_id(), end = first + n.num_envs();
+    std::lock_guard<std::mutex> lock(mu);
+    for (size_t e = 0; e < slots.size(); ++e) {
+      Slot& s = slots[e];
+      if (e >= first && e < end) {
+        s.member = from;
+        s.parked = false;
+      } else if (s.member == from) {
+        s.member = nullptr;
+      }
+    }
+    for (uint32_t e : n.parked_env_ids()) slots[e].parked = true;
+    if (have_version && !from->registered) {
+      from->SendVersion(served_version);
+    }
+    from->registered = true;
+    return absl::OkStatus();
+  }
+
+  int ActiveEnvs() {
+    std::lock_guard<std::mutex> lock(mu);
+    int n = 0;
+    for (const Slot& s : slots) n += s.member != nullptr && !s.parked;
+    return n;
+  }
+
+  void AnnounceVersion(uint64_t version) {
+    std::lock_guard<std::mutex> lock(mu);
+    served_version = version;
+    have_version = true;
+    std::vector<ActReactor*> told;
+    for (const Slot& s : slots) {
+      if (s.member == nullptr ||
+          std::find(told.begin(), told.end(), s.member) != told.end()) {
+        continue;
+      }
+      told.push_back(s.member);
+      s.member->SendVersion(version);
+    }
+  }
+
   void Detach(ActReactor* r) {
     std::lock_guard<std::mutex> lock(mu);
     for (Slot& s : slots) {
       if (s.owner == r) s.owner = nullptr;
+      if (s.member == r) {
+        s.member = nullptr;
+        s.parked = false;
+      }
     }
   }
 
@@ -159,6 +222,8 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
   std::chrono::steady_clock::time_point start;
   std::mutex mu;
   std::vector<Slot> slots ABSL_GUARDED_BY(mu);
+  uint64_t served_version ABSL_GUARDED_BY(mu) = 0;
+  bool have_version ABSL_GUARDED_BY(mu) = false;
   std::function<void(v1::RoleStatus*)> status_fill;  // set before serving
 };
 
@@ -175,7 +240,12 @@ void ActReactor::OnReadDone(bool ok) {
     MaybeFinish();
     return;
   }
-  if (absl::Status s = svc_->Accept(in_, this); !s.ok()) {
+  if (in_.has_notice()) {
+    if (absl::Status s = svc_->Register(in_, this); !s.ok()) {
+      svc_->invalid->Add();
+      SendError(static_cast<int>(in_.notice().first_env_id()), s);
+    }
+  } else if (absl::Status s = svc_->Accept(in_, this); !s.ok()) {
     svc_->invalid->Add();
     SendError(static_cast<int>(in_.env_id()), s);
   } else {
@@ -237,6 +307,14 @@ void ActReactor::SendError(int env, const absl::Status& status) {
   Enqueue(m);
 }
 
+void ActReactor::SendVersion(uint64_t version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_ || broken_) return;
+  v1::ActionReply* m = FreeMessage();
+  EncodeVersionNotice(version, m);
+  Enqueue(m);
+}
+
 void ActReactor::MaybeFinish() {
   if (finished_ || writing_ || !reads_done_) return;
   finished_ = true;
@@ -279,6 +357,12 @@ absl::Status InferenceService::Reply(absl::Span<const ActionReply> replies) {
   }
   return absl::OkStatus();
 }
+
+void InferenceService::AnnounceVersion(uint64_t version) {
+  impl_->AnnounceVersion(version);
+}
+
+int InferenceService::ActiveEnvs() { return impl_->ActiveEnvs(); }
 
 void InferenceService::Close() { impl_->queue.Close(); }
 

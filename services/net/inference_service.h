@@ -9,6 +9,11 @@
 // observation. A malformed observation, a second one for an env still in
 // flight, or a full request queue (overflow policy: reject) gets an error
 // reply naming the field; the stream and every other env go on.
+// Sync mode across processes: each rollout stream registers its envs and
+// tells which are parked (EnvNotice, ordered with its observations), so the
+// barrier (InferenceServerOptions::full_batch = ActiveEnvs) waits for every
+// env of every worker that is not parked; a weight swap is announced on every
+// registered stream, and the envs resume on it.
 //
 // Example:
 //   InferenceService svc(options, net, &metrics);
@@ -56,6 +61,13 @@ class InferenceService final : public ObservationSource {
   absl::Status Reply(absl::Span<const ActionReply> replies) override;
   // Wakes the inference actors (the request queue closes).
   void Close();
+
+  // Sync mode across processes. The sync barrier's size: envs registered by
+  // live streams (EnvNotice) and not parked.
+  int ActiveEnvs();
+  // The server now serves `version`: every registered stream hears it (and
+  // a stream registering later hears the latest at once).
+  void AnnounceVersion(uint64_t version);
 
   struct Impl;
 

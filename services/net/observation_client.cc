@@ -11,6 +11,9 @@
 namespace rlvla3 {
 namespace {
 
+// A stream's pending entry that is a notice, not an env.
+constexpr int kNotice = -1;
+
 // How often the maintenance thread looks at lost servers and due retries.
 constexpr absl::Duration kTick = absl::Milliseconds(20);
 // A server that accepts a stream and drops it at once is retried after this,
@@ -62,10 +65,11 @@ struct GrpcObservationChannel::Stream final
   GrpcObservationChannel* const owner;
   const int target;
   grpc::ClientContext ctx;
-  v1::Observation out;    // the message being written
-  v1::ActionReply reply;  // the message being read
+  v1::Observation out;     // the message being written
+  v1::Observation notice;  // or this one (sync mode)
+  v1::ActionReply reply;   // the message being read
   // Guarded by owner->mu_ (a member of another object: no annotation).
-  std::deque<int> pending;  // envs waiting to be written
+  std::deque<int> pending;  // envs (or kNotice) waiting to be written
   bool writing = false;
   bool broken = false;
   bool writes_done_sent = false;
@@ -106,6 +110,12 @@ GrpcObservationChannel::Create(const ObservationClientOptions& options,
   if (options.targets.empty()) {
     return absl::InvalidArgumentError("no inference server to connect to");
   }
+  if (options.sync && options.targets.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.mode sync across processes runs one inference server (its "
+        "barrier waits for every env); got ",
+        options.targets.size()));
+  }
   std::unique_ptr<GrpcObservationChannel> c(
       new GrpcObservationChannel(options, net));
   std::lock_guard<std::mutex> lock(c->mu_);
@@ -117,6 +127,7 @@ GrpcObservationChannel::Create(const ObservationClientOptions& options,
     c->targets_.push_back(std::move(target));
   }
   c->envs_.resize(static_cast<size_t>(options.num_envs));
+  c->parked_.assign(static_cast<size_t>(options.num_envs), 0);
   c->none_up_since_ = absl::Now();
   // One reachable server is enough to start.
   const absl::Time end = absl::Now() + options.give_up_after;
@@ -155,6 +166,38 @@ absl::Status GrpcObservationChannel::Submit(const ObservationRequest& request) {
   return absl::OkStatus();
 }
 
+void GrpcObservationChannel::NoteParked(absl::Span<const int> envs,
+                                        bool parked) {
+  if (!options_.sync) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int env : envs) parked_[static_cast<size_t>(env)] = parked ? 1 : 0;
+  Stream* s = targets_[0].live;
+  if (s != nullptr && !closing_) QueueNotice(s);
+}
+
+void GrpcObservationChannel::QueueNotice(Stream* s) {
+  // A notice not yet written will carry this change too.
+  if (s->pending.empty() || s->pending.back() != kNotice) {
+    s->pending.push_back(kNotice);
+  }
+  if (!s->writing) WriteNext(s);
+}
+
+void GrpcObservationChannel::SetVersionHandler(
+    std::function<void(uint64_t)> handler) {
+  std::lock_guard<std::mutex> lock(version_mu_);
+  on_version_ = std::move(handler);
+  if (have_version_ && on_version_) on_version_(served_version_);
+}
+
+void GrpcObservationChannel::OnVersion(uint64_t version) {
+  std::lock_guard<std::mutex> lock(version_mu_);
+  if (have_version_ && version <= served_version_) return;
+  served_version_ = version;
+  have_version_ = true;
+  if (on_version_) on_version_(version);
+}
+
 void GrpcObservationChannel::Dispatch(int env) {
   EnvSlot& e = envs_[static_cast<size_t>(env)];
   const size_t n = targets_.size();
@@ -174,10 +217,15 @@ void GrpcObservationChannel::Dispatch(int env) {
 void GrpcObservationChannel::WriteNext(Stream* s) {
   const int env = s->pending.front();
   s->pending.pop_front();
+  s->writing = true;
+  if (env == kNotice) {
+    EncodeEnvNotice(options_.env_offset, parked_, &s->notice);
+    s->StartWrite(&s->notice);
+    return;
+  }
   EncodeObservation(envs_[static_cast<size_t>(env)].request,
                     env + options_.env_offset, options_.shape, &s->out);
   s->out.set_sent_unix_ns(absl::GetCurrentTimeNanos());
-  s->writing = true;
   s->StartWrite(&s->out);
 }
 
@@ -244,6 +292,11 @@ void GrpcObservationChannel::OnReadDone(Stream* s, bool ok) {
     return;
   }
   const v1::ActionReply& m = s->reply;
+  if (m.version_notice()) {
+    OnVersion(m.policy_version());
+    s->StartRead(&s->reply);
+    return;
+  }
   const int env = static_cast<int>(m.env_id()) - options_.env_offset;
   absl::Status check = CheckReply(m, options_.shape);
   {
@@ -322,6 +375,7 @@ void GrpcObservationChannel::ReconnectDue(absl::Time now) {
                                                 t.stub.get(), net_));
     t.live = streams_.back().get();
     t.live->Begin();
+    if (options_.sync) QueueNotice(t.live);  // registers the envs first
     if (t.lost_once) {
       ++stats_.reconnects;
       spdlog::info("inference {}: stream re-opened", t.address);

@@ -18,6 +18,13 @@
 // the server calls invalid (this worker and the server disagree on the spec)
 // end the channel with an error.
 //
+// Sync mode (options.sync, one server): the stream opens with an EnvNotice
+// registering this worker's envs, and every park or resume (NoteParked) queues
+// another one, ordered with the observations, so the server's barrier knows
+// which envs to wait for. The server's version notices go to the version
+// handler: in sync mode envs resume on the version the server serves, not
+// the learner's.
+//
 // Example:
 //   auto ch = GrpcObservationChannel::Create(options, net);
 //   (*ch)->SetReplyHandler(handler);     // then hand *ch to RolloutWorker
@@ -30,6 +37,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -52,6 +60,7 @@ struct ObservationClientOptions {
   WireShape shape;
   // No inference server reachable this long: status() becomes an error.
   absl::Duration give_up_after = absl::Seconds(60);
+  bool sync = false;  // run.mode sync: needs exactly one target
 };
 
 struct ObservationClientStats {
@@ -73,6 +82,10 @@ class GrpcObservationChannel final : public ObservationChannel {
   // Starts the streams.
   void SetReplyHandler(ActionReplyHandler handler) override;
   absl::Status Submit(const ObservationRequest& request) override;
+  void NoteParked(absl::Span<const int> envs, bool parked) override;
+  // Sync mode: hears each version the server serves (at once with the latest
+  // one heard, if any), in order, from one thread at a time.
+  void SetVersionHandler(std::function<void(uint64_t)> handler);
   // Half-closes every stream and waits for them to end.
   void Close();
   // OK unless the channel has failed (see the banner).
@@ -93,6 +106,9 @@ class GrpcObservationChannel final : public ObservationChannel {
   // Sends env's current request on a live stream, or parks it.
   void Dispatch(int env) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WriteNext(Stream* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a notice of the parked envs (written with the state at its turn).
+  void QueueNotice(Stream* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnVersion(uint64_t version);
   // The stream is gone: its envs fail over. True when the caller must
   // RemoveHold on it (outside the lock).
   bool Lost(Stream* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -117,6 +133,13 @@ class GrpcObservationChannel final : public ObservationChannel {
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status first_error_ ABSL_GUARDED_BY(mu_);
   ObservationClientStats stats_ ABSL_GUARDED_BY(mu_);
+  std::vector<char> parked_ ABSL_GUARDED_BY(mu_);  // sync: per local env
+  // Version notices: delivered under their own lock, never under mu_ (the
+  // handler resumes envs, which calls NoteParked and Submit).
+  std::mutex version_mu_;
+  std::function<void(uint64_t)> on_version_ ABSL_GUARDED_BY(version_mu_);
+  uint64_t served_version_ ABSL_GUARDED_BY(version_mu_) = 0;
+  bool have_version_ ABSL_GUARDED_BY(version_mu_) = false;
 };
 
 }  // namespace rlvla3

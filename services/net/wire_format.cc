@@ -116,6 +116,42 @@ void EncodeObservation(const ObservationRequest& r, int global_env,
   SetTensor(out->mutable_proprio(), v1::DTYPE_FLOAT32, {shape.proprio_dim},
             r.proprio, sizeof(float) * shape.proprio_dim);
   out->set_sent_unix_ns(r.submit_ns);
+  out->clear_notice();
+}
+
+void EncodeEnvNotice(int first_env, absl::Span<const char> parked,
+                     v1::Observation* out) {
+  out->Clear();
+  v1::EnvNotice* n = out->mutable_notice();
+  n->set_first_env_id(static_cast<uint32_t>(first_env));
+  n->set_num_envs(static_cast<uint32_t>(parked.size()));
+  for (size_t i = 0; i < parked.size(); ++i) {
+    if (parked[i]) n->add_parked_env_ids(static_cast<uint32_t>(first_env + i));
+  }
+}
+
+absl::Status CheckEnvNotice(const v1::Observation& m, int num_envs) {
+  const v1::EnvNotice& n = m.notice();
+  const uint64_t first = n.first_env_id(), end = first + n.num_envs();
+  if (n.num_envs() == 0 || end > static_cast<uint64_t>(num_envs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("observation.notice.num_envs: envs [", first, ", ", end,
+                     ") are not a non-empty range below ", num_envs));
+  }
+  for (uint32_t e : n.parked_env_ids()) {
+    if (e < first || e >= end) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "observation.notice.parked_env_ids: env ", e,
+          " is not one of the stream's envs [", first, ", ", end, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void EncodeVersionNotice(uint64_t version, v1::ActionReply* out) {
+  out->Clear();
+  out->set_version_notice(true);
+  out->set_policy_version(version);
 }
 
 absl::Status CheckObservation(const v1::Observation& m, const WireShape& shape,
@@ -170,6 +206,7 @@ void EncodeReply(const ActionReply& r, const WireShape& shape,
   out->set_policy_version(r.version);
   out->set_error_code(0);
   out->clear_error_message();
+  out->set_version_notice(false);
 }
 
 void EncodeErrorReply(int env, const absl::Status& status,

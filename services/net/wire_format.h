@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "runtime/observation_channel.h"
 #include "runtime/rollout_segment.h"
 
@@ -46,6 +47,15 @@ absl::Status CheckObservation(const v1::Observation& m, const WireShape& shape,
                               int num_envs, int num_tasks);
 // A checked message's request; its pointers are into `m`.
 ObservationRequest ObservationView(const v1::Observation& m);
+
+// Sync mode: a stream's envs [first_env, first_env + parked.size()) and which
+// of them are parked (parked[i] != 0: env first_env + i).
+void EncodeEnvNotice(int first_env, absl::Span<const char> parked,
+                     v1::Observation* out);
+// The notice's envs are below num_envs, its parked envs among them.
+absl::Status CheckEnvNotice(const v1::Observation& m, int num_envs);
+// Sync mode: the server now serves `version` (no action).
+void EncodeVersionNotice(uint64_t version, v1::ActionReply* out);
 
 void EncodeReply(const ActionReply& r, const WireShape& shape,
                  v1::ActionReply* out);

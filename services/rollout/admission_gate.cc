@@ -1,10 +1,12 @@
 #include "services/rollout/admission_gate.h"
 
+#include <utility>
+
 namespace rlvla3 {
 
 AdmissionGate::AdmissionGate(int num_envs, int64_t quota,
-                             int64_t max_policy_lag)
-    : quota_(quota), max_lag_(max_policy_lag) {
+                             int64_t max_policy_lag, Listener listener)
+    : quota_(quota), max_lag_(max_policy_lag), listener_(std::move(listener)) {
   parked_unit_.assign(static_cast<size_t>(num_envs), -1);
 }
 
@@ -16,6 +18,7 @@ bool AdmissionGate::TryAdmit(int env, int64_t unit) {
   parked_unit_[static_cast<size_t>(env)] = unit;
   ++parked_count_;
   ++parks_;
+  if (listener_) listener_(absl::MakeConstSpan(&env, 1), true);
   return false;
 }
 
@@ -32,6 +35,7 @@ std::vector<int> AdmissionGate::Advance(uint64_t version) {
       out.push_back(static_cast<int>(e));
     }
   }
+  if (listener_ && !out.empty()) listener_(out, false);
   return out;
 }
 
@@ -45,6 +49,7 @@ std::vector<int> AdmissionGate::ReleaseAll() {
     }
   }
   parked_count_ = 0;
+  if (listener_ && !out.empty()) listener_(out, false);
   return out;
 }
 

@@ -7,6 +7,9 @@
 // is parked, not blocked: TryAdmit returns false and remembers it, and
 // Advance (called by the learner after each publish) returns the envs whose
 // budget opened, for the caller to resume. max_policy_lag 0 is lock-step.
+// A listener hears every park and resume under the gate's lock, so the order
+// it hears them in is the order they happened in (a sync barrier in another
+// process needs that order; see ObservationChannel::NoteParked).
 //
 // Example:
 //   AdmissionGate gate(num_envs, /*quota=*/16, /*max_policy_lag=*/1);
@@ -17,16 +20,23 @@
 #define RLVLA3_SERVICES_ROLLOUT_ADMISSION_GATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/types/span.h"
 
 namespace rlvla3 {
 
 class AdmissionGate {
  public:
-  AdmissionGate(int num_envs, int64_t quota, int64_t max_policy_lag);
+  // Hears parks (parked = true) and resumes, under the gate's lock: it must
+  // not call back into the gate.
+  using Listener = std::function<void(absl::Span<const int> envs, bool parked)>;
+
+  AdmissionGate(int num_envs, int64_t quota, int64_t max_policy_lag,
+                Listener listener = nullptr);
 
   // True if env may take its unit number `unit` (0-based) now; otherwise the
   // env is parked until an Advance lets it through.
@@ -44,6 +54,7 @@ class AdmissionGate {
  private:
   const int64_t quota_;
   const int64_t max_lag_;
+  const Listener listener_;
   mutable std::mutex mu_;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int64_t> parked_unit_ ABSL_GUARDED_BY(mu_);  // -1: not parked

@@ -353,8 +353,13 @@ absl::StatusOr<std::unique_ptr<RolloutWorker>> RolloutWorker::Create(
   m.observations = observations;
   m.segments = segments;
   m.timeline = timeline;
-  m.gate = std::make_unique<AdmissionGate>(m.num_envs, options.quota,
-                                           options.max_policy_lag);
+  // Parks and resumes reach the channel in the order they happen (a sync
+  // barrier in another process counts the envs not parked).
+  m.gate = std::make_unique<AdmissionGate>(
+      m.num_envs, options.quota, options.max_policy_lag,
+      [observations](absl::Span<const int> envs, bool parked) {
+        observations->NoteParked(envs, parked);
+      });
   MetricsRegistry& r = *metrics;
   m.frames = &r.counter("env_frames");
   m.decisions = &r.counter("decisions");

@@ -113,6 +113,19 @@ TEST(Config, BadFaultPlanNamesTheKeyAndTheEntry) {
   EXPECT_TRUE(LoadConfig("", {"env.faults=nan@1:4,hang@0:9"}).ok());
 }
 
+TEST(Config, SyncAcrossProcessesNamesItsOneInferenceServer) {
+  absl::StatusOr<Config> c =
+      LoadConfig("", {"run.mode=sync", "cluster.inference_servers=2"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(
+                "--set: cluster.inference_servers = \"2\": expected 1 when "
+                "run.mode is sync"),
+            std::string::npos)
+      << c.status().message();
+  EXPECT_TRUE(
+      LoadConfig("", {"run.mode=async", "cluster.inference_servers=2"}).ok());
+}
+
 TEST(Config, BoolsIntegersAndListsAreStrict) {
   const testutil::TestDir dir;
   EXPECT_FALSE(LoadConfig("", {"metrics.csv=maybe"}).ok());

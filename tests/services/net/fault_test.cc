@@ -17,58 +17,18 @@
 #include "services/net/grpc_common.h"
 #include "services/net/role_status.h"
 #include "tests/services/net/role_process.h"
+#include "tests/services/net/serve_roles.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
 namespace {
 
+using testutil::Args;
+using testutil::Inference;
+using testutil::Learner;
 using testutil::RoleProcess;
+using testutil::Rollout;
 using Clock = std::chrono::steady_clock;
-
-std::vector<std::string> Args(std::vector<std::string> a,
-                              const std::vector<std::string>& extra = {}) {
-  for (const char* s :
-       {"--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml", "--set",
-        "env.num_envs=4", "--set", "rl.rollouts_per_step=1", "--set",
-        "metrics.interval_s=1"}) {
-    a.push_back(s);
-  }
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
-
-// `rl-vla3 serve ROLE ...` with the test config and `extra` flags (not yet
-// ready: callers assert WaitReady).
-std::unique_ptr<RoleProcess> Serve(const testutil::TestDir& dir,
-                                   const std::string& name,
-                                   std::vector<std::string> role_args,
-                                   const std::vector<std::string>& extra) {
-  role_args.insert(role_args.begin(), "serve");
-  return std::make_unique<RoleProcess>(RLVLA3_BINARY, Args(role_args, extra),
-                                       std::vector<std::string>{},
-                                       dir.File(name));
-}
-std::unique_ptr<RoleProcess> Learner(const testutil::TestDir& dir,
-                                     const std::vector<std::string>& extra) {
-  return Serve(dir, "learner", {"learner", "--listen", "127.0.0.1:0"}, extra);
-}
-std::unique_ptr<RoleProcess> Inference(
-    const testutil::TestDir& dir, const std::string& name,
-    const std::string& learner, const std::vector<std::string>& extra,
-    const std::string& listen = "127.0.0.1:0") {
-  return Serve(dir, name,
-               {"inference", "--listen", listen, "--learner", learner}, extra);
-}
-std::unique_ptr<RoleProcess> Rollout(const testutil::TestDir& dir,
-                                     const std::string& worker,
-                                     const std::string& learner,
-                                     const std::string& inference,
-                                     const std::vector<std::string>& extra) {
-  return Serve(dir, "rollout" + worker,
-               {"rollout", "--listen", "127.0.0.1:0", "--learner", learner,
-                "--inference", inference, "--worker", worker},
-               extra);
-}
 
 absl::StatusOr<v1::RoleStatus> RolloutStatus(const std::string& target) {
   return QueryRoleStatus(Role::kRollout, target, NetOptions());
