@@ -180,14 +180,13 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
     (std::string(mode) == "sync" ? r.sync : r.async) = *std::move(run);
     if (run->interrupted) break;
   }
-  // Sync across processes needs a barrier that knows every worker's parked
-  // envs, which `serve` does not have yet: async only.
-  if (placement.processes && !StopSignalled()) {
-    absl::StatusOr<ProcessRun> p =
-        RunProcessesOnce(c, "async", placement.binary,
-                         absl::StrCat(run_dir, "/processes-async"), duration_s);
+  for (const char* mode : {"sync", "async"}) {
+    if (!placement.processes || StopSignalled()) break;
+    absl::StatusOr<ProcessRun> p = RunProcessesOnce(
+        c, mode, placement.binary, absl::StrCat(run_dir, "/processes-", mode),
+        duration_s);
     if (!p.ok()) return p.status();
-    r.processes_async = *p;
+    (std::string(mode) == "sync" ? r.processes_sync : r.processes_async) = *p;
   }
   r.ratio_async_over_sync =
       r.sync.summary.env_frames_per_s > 0
@@ -309,19 +308,29 @@ std::string FormatBenchTable(const BenchResult& r) {
              r.alone.learner_cpu_s_per_frame),
       r.core_limit, r.pipeline_efficiency, r.ratio_async_over_sync,
       r.bottleneck, r.advice);
-  if (r.processes_async.ran) {
+  if (r.processes_sync.ran || r.processes_async.ran) {
+    const ProcessRun& ps = r.processes_sync;
     const ProcessRun& pa = r.processes_async;
+    auto v0 = [&](const ProcessRun& p, double v) {
+      return p.ran ? f0(v) : std::string("-");
+    };
     absl::StrAppendFormat(
         &out,
         "\nacross processes (rl-vla3 up --local: %d processes, gRPC on "
-        "loopback; sync is one process only)\n",
-        pa.processes);
-    line("", "sync", "async", "vs 1 process");
-    line("env frames/s", "-", f0(pa.env_frames_per_s),
-         ratio(pa.env_frames_per_s, a.env_frames_per_s));
-    line("trained samples/s", "-", f0(pa.trained_samples_per_s),
-         ratio(pa.trained_samples_per_s, a.trained_samples_per_s));
-    line("optimizer steps", "-", f0(pa.optimizer_steps), "");
+        "loopback)\n",
+        std::max(ps.processes, pa.processes));
+    line("", "sync", "async", "async/sync");
+    line("env frames/s", v0(ps, ps.env_frames_per_s),
+         v0(pa, pa.env_frames_per_s),
+         ratio(pa.env_frames_per_s, ps.env_frames_per_s));
+    line("trained samples/s", v0(ps, ps.trained_samples_per_s),
+         v0(pa, pa.trained_samples_per_s),
+         ratio(pa.trained_samples_per_s, ps.trained_samples_per_s));
+    line("optimizer steps", v0(ps, ps.optimizer_steps),
+         v0(pa, pa.optimizer_steps), "");
+    line("env frames/s vs 1 process",
+         ratio(ps.env_frames_per_s, s.env_frames_per_s),
+         ratio(pa.env_frames_per_s, a.env_frames_per_s), "");
   }
   return out;
 }
@@ -366,7 +375,7 @@ std::string BenchJson(const BenchResult& r) {
       "  \"stage_limit_frames_per_s\": %.3f,\n  \"core_limit_frames_per_s\": "
       "%.3f,\n"
       "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
-      "\"advice\": \"%s\",\n  \"processes\": {\"async\": "
+      "\"advice\": \"%s\",\n  \"processes\": {\"sync\": %s, \"async\": "
       "%s}\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator,
       r.alone.env_frames_per_s, r.alone.env_cpu_s_per_frame,
@@ -375,7 +384,7 @@ std::string BenchJson(const BenchResult& r) {
       r.alone.learner_cpu_s_per_frame, mode(r.sync.summary),
       mode(r.async.summary), r.ratio_async_over_sync, r.pipeline_limit,
       r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
-      r.advice, processes(r.processes_async));
+      r.advice, processes(r.processes_sync), processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {

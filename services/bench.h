@@ -43,17 +43,16 @@ struct BenchResult {
   int execute_steps = 1;
   StageAlone alone;
   EngineRun sync, async;
-  // --placement processes: async again, as separate processes (sync across
-  // processes is not available yet).
-  ProcessRun processes_async;
+  // --placement processes: both modes again, as separate processes.
+  ProcessRun processes_sync, processes_async;
   double ratio_async_over_sync = 0;
   double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
   double pipeline_efficiency = 0;  // async / pipeline limit
   std::string bottleneck, advice;
 };
 
-// Where the roles run besides one process: with `processes`, async runs
-// again as processes (`binary` up --local).
+// Where the roles run besides one process: with `processes`, sync and async
+// run again as processes (`binary` up --local).
 struct BenchPlacement {
   bool processes = false;
   std::string binary;
