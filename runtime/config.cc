@@ -71,6 +71,13 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Real("cluster.role_timeout_s", &c->cluster.role_timeout_s,
           {0.1, false, 3600, false},
           "a role silent this long is reported down");
+  s->Int("cluster.learner_ranks", &c->cluster.learner_ranks, {1, 64},
+         "data-parallel learner ranks `up --local` starts");
+  s->Choice("cluster.learner_backend", &c->cluster.learner_backend,
+            {"gloo", "nccl"}, "collectives of the learner ranks");
+  s->Real("cluster.collective_timeout_s", &c->cluster.collective_timeout_s,
+          {1, false, 3600, false},
+          "a learner collective waits this long for every rank");
 
   s->Int("env.num_envs", &c->env.num_envs, {1, 4096}, "envs in the pool");
   s->Int("env.image_width", &c->env.image_width, {16, 1024},

@@ -193,6 +193,12 @@ struct ClusterConfig {
   std::string token_file = "";  // shared token (else env RLVLA3_TOKEN; none)
   double heartbeat_s = 1;       // status polls by `up` and the roles
   double role_timeout_s = 10;   // a role silent this long is reported down
+  // Data-parallel learner ranks (`up --local` starts this many; on a cluster
+  // WORLD_SIZE says). Rank 0 at base_port, rank r at +N+M+r, the group's
+  // rendezvous (TCPStore) at +N+M+ranks (N inference, M rollout).
+  int64_t learner_ranks = 1;
+  std::string learner_backend = "gloo";  // gloo (CPU) | nccl (CUDA builds)
+  double collective_timeout_s = 60;      // a rank silent this long: error
 };
 
 struct Config {

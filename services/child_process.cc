@@ -8,7 +8,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,6 +24,21 @@ absl::Status ChildProcess::Start() {
   std::vector<char*> argv;
   for (std::string& a : argv_) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The child's environment, built before fork (no allocation after it).
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const std::string& x : env_) {
+      replaced = replaced || x.compare(0, x.find('='), name) == 0;
+    }
+    if (!replaced) env_storage.emplace_back(entry);
+  }
+  env_storage.insert(env_storage.end(), env_.begin(), env_.end());
+  std::vector<char*> envp;
+  for (std::string& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
   const int log =
       open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) {
@@ -40,7 +58,7 @@ absl::Status ChildProcess::Start() {
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     dup2(log, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
-    execve(argv[0], argv.data(), environ);
+    execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }
   close(log);

@@ -27,8 +27,13 @@ namespace rlvla3 {
 
 class ChildProcess {
  public:
-  ChildProcess(std::vector<std::string> argv, std::string log_path)
-      : argv_(std::move(argv)), log_path_(std::move(log_path)) {}
+  // `env`: "NAME=VALUE" entries added to (or replacing in) this process's
+  // environment for the child, e.g. a learner rank's RANK and WORLD_SIZE.
+  ChildProcess(std::vector<std::string> argv, std::string log_path,
+               std::vector<std::string> env = {})
+      : argv_(std::move(argv)),
+        log_path_(std::move(log_path)),
+        env_(std::move(env)) {}
   ~ChildProcess() { Stop(absl::Seconds(5)); }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
@@ -52,6 +57,7 @@ class ChildProcess {
  private:
   std::vector<std::string> argv_;
   std::string log_path_;
+  std::vector<std::string> env_;
   pid_t pid_ = -1;
   bool exited_ = true;
   int exit_code_ = 0;

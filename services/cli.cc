@@ -132,7 +132,8 @@ constexpr VerbHelp kVerbHelp[] = {
      "ROLE: run one role as its own gRPC service (learner | inference |\n"
      "rollout); prints \"ROLE: serving on HOST:PORT\" when ready\n"
      "  --listen HOST:PORT   where to serve (default 127.0.0.1:0: any port)\n"
-     "  --learner HOST:PORT  the learner (inference, rollout)\n"
+     "  --learner HOST:PORT  the learner (inference, rollout); rollout: its\n"
+     "                       ranks A[,B...], segments spread across them\n"
      "  --inference A[,B]    inference servers; envs are sharded (rollout)\n"
      "  --worker W           this rollout worker's index (< "
      "cluster.rollout_workers)\n"
@@ -527,7 +528,12 @@ int VerbServe(const std::string& role, const CommonFlags& f) {
   ServeFlags s;
   s.role = role;
   s.listen = f.Get("--listen", "127.0.0.1:0");
-  s.learner = f.Get("--learner", "");
+  for (const std::string& v : f.All("--learner")) {
+    for (absl::string_view t : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+      s.learner_ranks.emplace_back(t);
+    }
+  }
+  if (!s.learner_ranks.empty()) s.learner = s.learner_ranks.front();
   for (const std::string& v : f.All("--inference")) {
     for (absl::string_view t : absl::StrSplit(v, ',', absl::SkipEmpty())) {
       s.inference.emplace_back(t);
@@ -585,6 +591,7 @@ int VerbUpDown(const std::string& verb, bool local, const CommonFlags& f) {
   o.layout = LayoutFromConfig(c->cluster);
   o.interval_s = c->metrics.interval_s;
   o.role_timeout_s = c->cluster.role_timeout_s;
+  o.collective_timeout_s = c->cluster.collective_timeout_s;
   o.net = *net;
   if (!absl::SimpleAtod(f.Get("--duration", "0"), &o.duration_s)) {
     std::fprintf(stderr, "rl-vla3 up: --duration takes seconds\n");

@@ -40,8 +40,10 @@ struct Member {
   Clock::time_point last_heard = Clock::now();
   v1::RoleStatus status;
   std::string label() const {
-    return role == Role::kLearner ? "learner"
-                                  : absl::StrCat(RoleName(role), " ", index);
+    if (role == Role::kLearner) {
+      return index == 0 ? "learner" : absl::StrCat("learner rank ", index);
+    }
+    return absl::StrCat(RoleName(role), " ", index);
   }
 };
 
@@ -82,10 +84,12 @@ std::string ProgressLine(double t, const std::vector<Member>& members,
     }
     ++healthy;
     switch (m.role) {
-      case Role::kLearner:
-        version = m.status.policy_version();
-        steps = m.status.optimizer_steps();
-        samples = m.status.trained_samples_per_s();
+      case Role::kLearner:  // rank 0 publishes; every rank trains
+        if (m.index == 0) {
+          version = m.status.policy_version();
+          steps = m.status.optimizer_steps();
+        }
+        samples += m.status.trained_samples_per_s();
         break;
       case Role::kInference:
         obs += m.status.observations_per_s();
@@ -121,6 +125,12 @@ ClusterLayout LayoutFromConfig(const ClusterConfig& c) {
     l.rollout.push_back(
         absl::StrCat(c.host, ":", base + 1 + c.inference_servers + w));
   }
+  const int64_t after = base + c.inference_servers + c.rollout_workers;
+  l.learner_ranks.push_back(l.learner);
+  for (int64_t r = 1; r < c.learner_ranks; ++r) {
+    l.learner_ranks.push_back(absl::StrCat(c.host, ":", after + r));
+  }
+  l.rendezvous_port = static_cast<int>(after + c.learner_ranks);
   return l;
 }
 
@@ -142,7 +152,8 @@ int RunUpLocal(const UpLocalOptions& o) {
   InstallStopSignalHandlers();
   std::vector<Member> members;
   auto add = [&](Role role, int index, const std::string& address,
-                 std::vector<std::string> extra) {
+                 std::vector<std::string> extra,
+                 std::vector<std::string> env = {}) {
     std::vector<std::string> argv = {o.binary,   "serve",       RoleName(role),
                                      "--config", o.config_path, "--listen",
                                      address};
@@ -153,14 +164,23 @@ int RunUpLocal(const UpLocalOptions& o) {
     m.address = address;
     m.channel = MakeChannel(address, o.net);
     const std::string log =
-        role == Role::kLearner
+        role == Role::kLearner && index == 0
             ? logs + "/learner.log"
             : absl::StrCat(logs, "/", RoleName(role), "_", index, ".log");
-    m.process = std::make_unique<ChildProcess>(std::move(argv), log);
+    m.process =
+        std::make_unique<ChildProcess>(std::move(argv), log, std::move(env));
     members.push_back(std::move(m));
   };
   const ClusterLayout& l = o.layout;
-  add(Role::kLearner, 0, l.learner, {});
+  // The learner's ranks: one data-parallel group, rendezvous at rank 0's
+  // host (the torchrun variables; alone when there is one rank).
+  const std::string world = absl::StrCat(l.learner_ranks.size());
+  const std::string host = l.learner.substr(0, l.learner.rfind(':'));
+  for (size_t r = 0; r < l.learner_ranks.size(); ++r) {
+    add(Role::kLearner, static_cast<int>(r), l.learner_ranks[r], {},
+        {"MASTER_ADDR=" + host, absl::StrCat("MASTER_PORT=", l.rendezvous_port),
+         absl::StrCat("RANK=", r), "WORLD_SIZE=" + world});
+  }
   for (size_t i = 0; i < l.inference.size(); ++i) {
     add(Role::kInference, static_cast<int>(i), l.inference[i],
         {"--learner", l.learner});
@@ -168,8 +188,8 @@ int RunUpLocal(const UpLocalOptions& o) {
   const std::string all_inference = absl::StrJoin(l.inference, ",");
   for (size_t w = 0; w < l.rollout.size(); ++w) {
     add(Role::kRollout, static_cast<int>(w), l.rollout[w],
-        {"--learner", l.learner, "--inference", all_inference, "--worker",
-         absl::StrCat(w)});
+        {"--learner", absl::StrJoin(l.learner_ranks, ","), "--inference",
+         all_inference, "--worker", absl::StrCat(w)});
   }
   // Every process of a role is asked at once, then each is waited for.
   auto stop_all = [&] {
@@ -177,8 +197,14 @@ int RunUpLocal(const UpLocalOptions& o) {
       for (Member& m : members) {
         if (m.role == r) m.process->Terminate();
       }
+      // A learner rank may be inside a collective its peers left: it ends
+      // within the collective timeout.
+      const absl::Duration grace =
+          r == Role::kLearner && o.layout.learner_ranks.size() > 1
+              ? absl::Seconds(10 + o.collective_timeout_s)
+              : absl::Seconds(10);
       for (Member& m : members) {
-        if (m.role == r) m.process->Stop(absl::Seconds(10));
+        if (m.role == r) m.process->Stop(grace);
       }
     }
   };
@@ -239,9 +265,9 @@ int RunUpLocal(const UpLocalOptions& o) {
       if (m.process->Poll()) {
         if (m.role == Role::kLearner) {
           std::fprintf(stderr,
-                       "up: the learner is gone (%s); stopping the run. See "
-                       "%s\n",
-                       m.process->HowItEnded().c_str(),
+                       "up: the %s is gone (%s); stopping the run (it "
+                       "resumes from its last checkpoint). See %s\n",
+                       m.label().c_str(), m.process->HowItEnded().c_str(),
                        m.process->log_path().c_str());
           learner_gone = true;
           break;
@@ -354,6 +380,9 @@ bool PrintRoster(const std::string& learner, const NetOptions& net) {
 int RunStatus(const ClusterLayout& l, const NetOptions& net) {
   std::vector<std::pair<Role, std::string>> roles = {
       {Role::kLearner, l.learner}};
+  for (size_t r = 1; r < l.learner_ranks.size(); ++r) {
+    roles.emplace_back(Role::kLearner, l.learner_ranks[r]);
+  }
   for (const auto& a : l.inference) roles.emplace_back(Role::kInference, a);
   for (const auto& a : l.rollout) roles.emplace_back(Role::kRollout, a);
   std::printf("%-10s %-22s %-12s %8s %22s %9s\n", "ROLE", "ADDRESS", "HEALTH",

@@ -3,7 +3,8 @@
 // `rl-vla3 up --local`, `down --local` and `status`: every role of a run as a
 // separate process on this machine, at the addresses the config lays out
 // (cluster.host; learner at cluster.base_port, inference server i at
-// base_port+1+i, rollout worker w at base_port+1+servers+w).
+// base_port+1+i, rollout worker w at base_port+1+servers+w, learner rank r > 0
+// at base_port+servers+workers+r, the ranks' rendezvous after them).
 //   up      starts the learner, then the inference servers, then the rollout
 //           workers, each once the previous ones answer health checks;
 //           prints one combined progress line per interval; restarts an
@@ -32,8 +33,10 @@
 namespace rlvla3 {
 
 struct ClusterLayout {
-  std::string learner;
+  std::string learner;  // rank 0: weights, status, roster
   std::vector<std::string> inference, rollout;
+  std::vector<std::string> learner_ranks;  // every rank, rank 0 first
+  int rendezvous_port = 0;                 // the ranks' TCPStore
 };
 ClusterLayout LayoutFromConfig(const ClusterConfig& c);
 
@@ -42,9 +45,10 @@ struct UpLocalOptions {
   std::string config_path;  // the run's resolved config (every role reads it)
   std::string run_dir;
   ClusterLayout layout;
-  double interval_s = 1;       // progress line
-  double role_timeout_s = 10;  // a role silent this long is reported
-  double duration_s = 0;       // 0: until stopped
+  double interval_s = 1;             // progress line
+  double role_timeout_s = 10;        // a role silent this long is reported
+  double duration_s = 0;             // 0: until stopped
+  double collective_timeout_s = 60;  // learner ranks (stop grace)
   NetOptions net;
 };
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,8 @@
 #include "runtime/weight_channel.h"
 #include "services/engine_config.h"
 #include "services/inference/inference_server.h"
+#include "services/learner/c10d_reducer.h"
+#include "services/learner/gradient_reducer.h"
 #include "services/learner/learner.h"
 #include "services/net/grpc_common.h"
 #include "services/net/inference_service.h"
@@ -129,7 +132,55 @@ int Fail(const char* role, const absl::Status& s) {
   return kExitFailure;
 }
 
+// This process's place in the data-parallel learner (WORLD_SIZE ranks, as
+// torchrun's variables say; alone without them): the group, joined.
+absl::StatusOr<std::unique_ptr<GradientReducer>> JoinLearnerGroup(
+    const Config& c) {
+  absl::StatusOr<ProcessGroupOptions> o = ProcessGroupOptionsFromEnvironment(
+      c.cluster.learner_backend, absl::Seconds(c.cluster.collective_timeout_s));
+  if (!o.ok()) return o.status();
+  if (o->world_size == 1) return MakeLocalReducer();
+  spdlog::info("learner: rank {} of {} joining the group at {}:{} ({})",
+               o->rank, o->world_size, o->master_addr, o->master_port,
+               o->backend);
+  return ConnectProcessGroup(*o);
+}
+
+// The learner role's options in a process: its share of the global batch,
+// its checkpoints and what it resumes from.
+absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
+    const Config& c, RoleSetup& s, GradientReducer* reducer) {
+  LearnerRoleOptions lo = s.options.learner;
+  const int world = reducer->world_size();
+  const int64_t global = lo.core.global_units * s.workers;
+  if (global % world != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learner: the global batch (", global,
+        " units: rl.global_batch x cluster.rollout_workers) does not split "
+        "evenly over ",
+        world, " ranks"));
+  }
+  lo.core.global_units = global / world;
+  lo.whole_batch = s.options.sync;  // sync: train once the batch is complete
+  lo.reducer = reducer;
+  lo.tokenizer = s.parts.tokenizer;
+  lo.checkpoint_every = c.rl.checkpoint_every;
+  lo.checkpoint_dir =
+      absl::StrCat(c.run.out_dir, "/", c.run.name, "/checkpoints");
+  if (!c.rl.init_checkpoint.empty() &&
+      std::filesystem::exists(c.rl.init_checkpoint + "/optimizer")) {
+    lo.resume_from = c.rl.init_checkpoint;
+  }
+  return lo;
+}
+
 int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
+  absl::StatusOr<std::unique_ptr<GradientReducer>> group = JoinLearnerGroup(c);
+  if (!group.ok()) return Fail("learner", group.status());
+  absl::StatusOr<LearnerRoleOptions> role =
+      LearnerProcessOptions(c, s, group->get());
+  if (!role.ok()) return Fail("learner", role.status());
+  const LearnerRoleOptions& lo = *role;
   MetricsRegistry metrics;
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
@@ -137,9 +188,6 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   so.shape = s.options.segment_shape;
   so.segment_count = s.options.segment_count * s.workers;
   LearnerService service(so, s.net, &weights, &metrics);
-  LearnerRoleOptions lo = s.options.learner;
-  lo.core.global_units *= s.workers;
-  lo.whole_batch = s.options.sync;  // sync: train once the batch is complete
   Learner learner(s.parts.policy, lo, s.parts.version, &service, &weights,
                   &metrics, &timeline);
   Counter& trained = metrics.counter("trained_samples");
@@ -161,8 +209,11 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   learner.Start([&service] { service.Close(); },
                 [](const LearnerStepStats&) {});
   Announce("learner", f.listen, (*server)->port());
-  spdlog::info("learner: global batch {} from {} rollout worker(s)",
-               lo.core.global_units, s.workers);
+  spdlog::info(
+      "learner: rank {} of {}: {} of the global batch from {} "
+      "rollout worker(s)",
+      (*group)->rank(), (*group)->world_size(), lo.core.global_units,
+      s.workers);
   RunUntil(
       f.duration_s, c.metrics.interval_s,
       [&] { return learner.stopping() || learner.done(); },
@@ -182,7 +233,13 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   service.Close();
   learner.Stop();
   const absl::Status st = learner.Wait();
-  if (!st.ok()) return Fail("learner", st);
+  if (!st.ok() && StopSignalled() && (*group)->world_size() > 1) {
+    // Asked to stop: a peer that stopped first ends this rank's collective.
+    spdlog::info("learner: rank {} stopped with its group ({})",
+                 (*group)->rank(), std::string(st.message()));
+  } else if (!st.ok()) {
+    return Fail("learner", st);
+  }
   spdlog::info("learner: stopped at version {} after {} optimizer steps",
                learner.version(), steps.value());
   return kExitOk;
@@ -346,7 +403,10 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
           s.net);
   if (!obs.ok()) return Fail("rollout", obs.status());
   SegmentClientOptions sc;
-  sc.target = f.learner;
+  sc.targets = f.learner_ranks;
+  // GRPO: a group's episodes must meet on one learner rank.
+  sc.route_block =
+      c.rl.algorithm == "grpo" ? static_cast<int>(c.rl.grpo_group_size) : 1;
   sc.shape = s.options.segment_shape;
   sc.pool = 2 * envs + 4;
   sc.in_flight = 4;

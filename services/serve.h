@@ -6,9 +6,12 @@
 // table and the policy kind agree everywhere; the processes find each other
 // by the addresses on the command line.
 //
-//   serve learner   --listen H:P
-//   serve inference --listen H:P --learner H:P
-//   serve rollout   --listen H:P --learner H:P --inference H:P[,H:P...]
+//   serve learner   --listen H:P     (a rank of a data-parallel learner
+//                                     when WORLD_SIZE > 1: MASTER_ADDR,
+//                                     MASTER_PORT, RANK as torchrun sets)
+//   serve inference --listen H:P --learner H:P   (rank 0)
+//   serve rollout   --listen H:P --learner H:P[,H:P...] (every rank)
+//                   --inference H:P[,H:P...]
 //                   --worker W          (envs W*num_envs ... +num_envs-1)
 //
 // Each prints "<role>: serving on HOST:PORT" once ready (PORT resolved when
@@ -33,12 +36,13 @@
 namespace rlvla3 {
 
 struct ServeFlags {
-  std::string role;                    // learner | inference | rollout
-  std::string listen;                  // HOST:PORT (default 127.0.0.1:0)
-  std::string learner;                 // inference, rollout
-  std::vector<std::string> inference;  // rollout
-  int worker = 0;                      // rollout
-  double duration_s = 0;               // 0: until stopped
+  std::string role;                        // learner | inference | rollout
+  std::string listen;                      // HOST:PORT (default 127.0.0.1:0)
+  std::string learner;                     // inference, rollout: rank 0
+  std::vector<std::string> learner_ranks;  // rollout: every learner rank
+  std::vector<std::string> inference;      // rollout
+  int worker = 0;                          // rollout
+  double duration_s = 0;                   // 0: until stopped
 };
 
 // The process exit code.

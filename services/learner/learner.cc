@@ -101,10 +101,12 @@ Learner::Learner(std::shared_ptr<TrainablePolicy> policy,
       weights_(weights),
       timeline_(timeline),
       m_(std::make_unique<Metrics>(*metrics, options.core.ppo_epochs)) {
-  core_ = std::make_unique<LearnerCore>(
-      std::move(policy), options.text, options.text_len, options.core, version);
+  core_ = std::make_unique<LearnerCore>(std::move(policy), options.text,
+                                        options.text_len, options.core, version,
+                                        options.reducer);
+  publishes_ = options.reducer == nullptr || options.reducer->rank() == 0;
   version_.store(version);
-  weights_->Publish(core_->MakeSnapshot(), version);
+  if (publishes_) weights_->Publish(core_->MakeSnapshot(), version);
 }
 
 // The supervisor's destructor stops and joins the thread if Wait was not
@@ -138,7 +140,31 @@ std::vector<int64_t> Learner::LagHistogram() const {
 
 TrainablePolicy& Learner::policy() { return core_->policy(); }
 
+absl::Status Learner::Prepare() {
+  if (absl::Status s = core_->SyncParameters(); !s.ok()) return s;
+  if (options_.resume_from.empty()) return absl::OkStatus();
+  if (absl::Status s = core_->LoadTrainingState(options_.resume_from);
+      !s.ok()) {
+    return s;
+  }
+  spdlog::info("learner: training state restored from {} (version {})",
+               options_.resume_from, core_->version());
+  return absl::OkStatus();
+}
+
+absl::Status Learner::SaveCheckpoint() {
+  const std::string dir =
+      absl::StrCat(options_.checkpoint_dir, "/version_", core_->version());
+  if (publishes_) {
+    absl::Status s =
+        core_->policy().Save(dir, options_.tokenizer, core_->version());
+    if (!s.ok()) return s;
+  }
+  return core_->SaveTrainingState(dir);
+}
+
 void Learner::Publish() {
+  if (!publishes_) return;
   const int64_t t0 = SteadyNowNs();
   weights_->Publish(core_->MakeSnapshot(), core_->version());
   const int64_t t1 = SteadyNowNs();
@@ -171,6 +197,7 @@ absl::Status Learner::Loop() {
     const absl::Status nice = SetCurrentThreadNice(options_.nice);
     if (!nice.ok()) spdlog::warn("learner: {}", nice.ToString());
   }
+  if (absl::Status s = Prepare(); !s.ok()) return s;
   const int64_t global_units = core_->global_units();
   std::vector<RolloutSegment*> buf(64);
   last_step_ns_ = SteadyNowNs();
@@ -207,11 +234,16 @@ absl::Status Learner::Loop() {
       const int64_t e0 = core_->expired_episodes();
       const int64_t d0 = core_->dropped_samples();
       LearnerStepStats st = core_->Step();
+      if (!core_->group_status().ok()) return core_->group_status();
       m_->expired->Add(static_cast<uint64_t>(core_->expired_episodes() - e0));
       m_->dropped->Add(static_cast<uint64_t>(core_->dropped_samples() - d0));
       RecordStep(st, u0, SteadyNowNs());
       if (on_step_) on_step_(st);
       Publish();
+      if (options_.checkpoint_every > 0 && !st.skipped &&
+          st.version % static_cast<uint64_t>(options_.checkpoint_every) == 0) {
+        if (absl::Status s = SaveCheckpoint(); !s.ok()) return s;
+      }
       if (options_.max_steps > 0 &&
           static_cast<int64_t>(m_->steps->value()) >= options_.max_steps) {
         done_.store(true, std::memory_order_relaxed);

@@ -24,10 +24,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "policies/text_tokenizer.h"
 #include "policies/trainable_policy.h"
 #include "runtime/metrics.h"
 #include "runtime/segment_channel.h"
@@ -44,6 +46,17 @@ struct LearnerRoleOptions {
   bool whole_batch = false;   // sync wiring: train once the batch is complete
   int nice = 0;               // the learner thread's nice value (> 0: lower)
   int64_t max_steps = 0;      // done() after this many optimizer steps
+  // Data-parallel: this process is one rank (not owned; null: alone). Only
+  // rank 0 publishes weights; the ranks join before the first step.
+  GradientReducer* reducer = nullptr;
+  // Every `checkpoint_every` versions: DIR/version_V (weights from rank 0 with
+  // `tokenizer`, each rank its optimizer shard). 0: none.
+  std::string checkpoint_dir;
+  int64_t checkpoint_every = 0;
+  TextTokenizer tokenizer;
+  // A checkpoint to resume the training state from (its weights are the
+  // policy's already): optimizer moments, learning rate, step count.
+  std::string resume_from;
 };
 
 class Learner {
@@ -79,6 +92,9 @@ class Learner {
  private:
   absl::Status Loop();
   void Publish();
+  // Joins the ranks (data-parallel) and restores options.resume_from.
+  absl::Status Prepare();
+  absl::Status SaveCheckpoint();
   void ReleaseConsumed();
   void RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1);
 
@@ -88,6 +104,7 @@ class Learner {
   WeightChannel<Policy>* weights_;
   StageTimeline* timeline_;
   StepHook on_step_;
+  bool publishes_ = true;  // rank 0 (or alone)
   std::unique_ptr<Supervisor> supervisor_;
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> version_{0};

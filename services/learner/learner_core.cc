@@ -9,14 +9,18 @@
 #include <limits>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "services/learner/advantages.h"
+#include "services/learner/optimizer_shards.h"
 
 namespace rlvla3 {
 
 LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
                          at::Tensor text, at::Tensor text_len,
-                         const LearnerOptions& options, uint64_t version)
+                         const LearnerOptions& options, uint64_t version,
+                         GradientReducer* reducer)
     : policy_(std::move(policy)),
+      reducer_(reducer),
       text_(std::move(text)),
       text_len_(std::move(text_len)),
       options_(options),
@@ -35,6 +39,20 @@ LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
   std::vector<at::Tensor>& scale_params = g.action_scale;
   for (auto* group : {&g.weights, &g.value, &g.action_scale})
     params_.insert(params_.end(), group->begin(), group->end());
+  // ZeRO-1: this rank's optimizer holds only the parameters it owns.
+  std::vector<int64_t> numels;
+  for (const at::Tensor& p : params_) numels.push_back(p.numel());
+  owners_ =
+      AssignShardOwners(numels, distributed() ? reducer_->world_size() : 1);
+  const int rank = distributed() ? reducer_->rank() : 0;
+  size_t index = 0;
+  for (auto* group : {&g.weights, &g.value, &g.action_scale}) {
+    std::vector<at::Tensor> owned;
+    for (const at::Tensor& p : *group) {
+      if (owners_[index++] == rank) owned.push_back(p);
+    }
+    group->swap(owned);
+  }
   const auto group_options = [](double lr, double weight_decay) {
     return std::make_unique<torch::optim::AdamWOptions>(
         torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
@@ -455,7 +473,85 @@ at::Tensor LearnerCore::LossSums::Pack() const {
       .to(torch::kDouble);
 }
 
+void LearnerCore::ZeroGradients() {
+  // Every parameter's, not only the optimizer's: with ZeRO-1 it holds this
+  // rank's shard, and the others' gradients must not accumulate either.
+  for (at::Tensor& p : params_) {
+    if (!p.grad().defined()) continue;
+    p.mutable_grad().detach_();
+    p.mutable_grad().zero_();
+  }
+}
+
+void LearnerCore::StepOptimizer() {
+  optimizer_->step();
+  if (!distributed() || !group_error_.ok()) return;
+  torch::NoGradGuard no_grad;
+  if (absl::Status s = reducer_->GatherShards(absl::MakeSpan(params_), owners_);
+      !s.ok()) {
+    group_error_ = s;
+  }
+}
+
+absl::Status LearnerCore::SaveTrainingState(const std::string& dir) {
+  const int rank = distributed() ? reducer_->rank() : 0;
+  const int world = distributed() ? reducer_->world_size() : 1;
+  return SaveOptimizerShard(dir, *optimizer_, params_, owners_, rank, world,
+                            {version_, steps_taken_, lr_});
+}
+
+absl::Status LearnerCore::LoadTrainingState(const std::string& dir) {
+  const int rank = distributed() ? reducer_->rank() : 0;
+  absl::StatusOr<LearnerTrainingState> s =
+      LoadOptimizerShards(dir, *optimizer_, params_, owners_, rank);
+  if (!s.ok()) return s.status();
+  if (s->version != version_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, ": optimizer state of version ", s->version,
+                     ", the policy's weights are version ", version_));
+  }
+  steps_taken_ = s->steps_taken;
+  lr_ = s->lr;
+  static_cast<torch::optim::AdamWOptions&>(
+      optimizer_->param_groups()[0].options())
+      .lr(lr_);
+  return absl::OkStatus();
+}
+
+absl::Status LearnerCore::SyncParameters() {
+  if (!distributed()) return absl::OkStatus();
+  torch::NoGradGuard no_grad;
+  absl::Status s = reducer_->Broadcast(absl::MakeSpan(params_), 0);
+  if (!s.ok() && group_error_.ok()) group_error_ = s;
+  return s;
+}
+
+bool LearnerCore::SkipOnAnyRank(bool local_bad) {
+  if (!distributed()) return local_bad;
+  if (!group_error_.ok()) return true;
+  absl::StatusOr<bool> any = reducer_->AnyOf(local_bad);
+  if (!any.ok()) {
+    group_error_ = any.status();
+    return true;
+  }
+  return *any;
+}
+
 at::Tensor LearnerCore::ClipGradients() {
+  if (distributed() && group_error_.ok()) {
+    // Every rank reduces the same tensors: a parameter this rank's batch
+    // did not reach gets a zero gradient.
+    std::vector<at::Tensor> all;
+    all.reserve(params_.size());
+    for (at::Tensor& p : params_) {
+      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+      all.push_back(p.grad());
+    }
+    if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(all));
+        !s.ok()) {
+      group_error_ = s;
+    }
+  }
   std::vector<at::Tensor> grads, norms;
   for (const auto& p : params_) {
     if (!p.grad().defined()) continue;
@@ -509,7 +605,7 @@ LearnerStepStats LearnerCore::Step() {
     st.epoch_clip_fraction = {st.clip_fraction};
     st.epoch_approx_kl = {s[LossSums::kProxKl] / n};
   }
-  if (!std::isfinite(st.loss) || !std::isfinite(norm)) {
+  if (SkipOnAnyRank(!std::isfinite(st.loss) || !std::isfinite(norm))) {
     ++skipped_steps_;
     st.skipped = true;
     spdlog::warn(
@@ -517,13 +613,13 @@ LearnerStepStats LearnerCore::Step() {
         "optimizer step skipped, weights unchanged ({} skipped so far)",
         st.loss, norm, version_, skipped_steps_);
   } else {
-    optimizer_->step();
+    StepOptimizer();
     st.optimizer_steps = 1;
     FinishUpdate(&st);
   }
   st.lr = lr_;
   ClearKlProbe();
-  optimizer_->zero_grad();
+  ZeroGradients();
   st.version = version_;
   units_trained_ = 0;
   samples_trained_ = 0;
@@ -538,6 +634,16 @@ void LearnerCore::FinishUpdate(LearnerStepStats* st) {
   ExpireWaitingGroups();
   if (options_.target_kl > 0 && kl_log_probs_.defined()) {
     st->step_kl = MeasureStepKl();
+    if (distributed() && group_error_.ok()) {
+      // Every rank adapts the rate alike: the KL over the whole batch.
+      at::Tensor kl = torch::full({1}, st->step_kl, torch::kDouble);
+      std::vector<at::Tensor> one = {kl};
+      if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
+          !s.ok()) {
+        group_error_ = s;
+      }
+      st->step_kl = kl.item<double>();
+    }
     // The critic warm-up moves only the value head: nothing to adapt to.
     if (steps_taken_ > options_.critic_warmup_steps)
       AdaptLearningRate(st->step_kl);

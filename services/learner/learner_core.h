@@ -35,6 +35,7 @@
 #include "policies/policy.h"
 #include "policies/trainable_policy.h"
 #include "runtime/rollout_segment.h"
+#include "services/learner/gradient_reducer.h"
 #include "services/learner/ppo_loss.h"
 
 namespace torch::optim {
@@ -109,9 +110,14 @@ struct LearnerStepStats {
 class LearnerCore {
  public:
   // text [T, L] / text_len [T]: instruction tokens of each task row.
+  // With a `reducer` of world size > 1 this core is one rank of a
+  // data-parallel learner: options.global_units is its share of the global
+  // batch, gradients are averaged over the ranks before each optimizer step
+  // and a step is skipped on every rank if it is non-finite on any. The
+  // reducer must outlive the core; null is one process alone.
   LearnerCore(std::shared_ptr<TrainablePolicy> policy, at::Tensor text,
               at::Tensor text_len, const LearnerOptions& options,
-              uint64_t version);
+              uint64_t version, GradientReducer* reducer = nullptr);
   ~LearnerCore();
 
   // Takes ownership of the segments until TakeConsumed hands them back.
@@ -125,6 +131,18 @@ class LearnerCore {
   std::vector<RolloutSegment*> TakeConsumed();
   // A deep copy of the network for inference, at the current version.
   std::shared_ptr<Policy> MakeSnapshot();
+  // Data-parallel: every rank takes rank 0's parameters (call once, on every
+  // rank, before training).
+  absl::Status SyncParameters();
+  // The first failed collective (a rank died or timed out): the group cannot
+  // go on, and the step that hit it was skipped.
+  absl::Status group_status() const { return group_error_; }
+  // Checkpoints of the training state besides the weights (which the
+  // policy's Save writes, on rank 0): this rank's shard of the optimizer
+  // state, the version, the adapted learning rate (optimizer_shards.h). Load
+  // on any number of ranks, after the weights of the same version.
+  absl::Status SaveTrainingState(const std::string& dir);
+  absl::Status LoadTrainingState(const std::string& dir);
 
   uint64_t version() const { return version_; }
   TrainablePolicy& policy() { return *policy_; }
@@ -204,8 +222,19 @@ class LearnerCore {
   void RecordProximal(const std::vector<SampleRef>& batch);
   LearnerStepStats StepEpochs();
   // The gradient's global norm, as a tensor (no host read); with
-  // max_grad_norm the gradients are scaled to at most that norm.
+  // max_grad_norm the gradients are scaled to at most that norm. Data-
+  // parallel: the gradients are first averaged over the ranks.
   at::Tensor ClipGradients();
+  // Whether to skip this step: `local_bad` on this rank or on any other (a
+  // failed collective skips it too).
+  bool SkipOnAnyRank(bool local_bad);
+  // The optimizer's step on the parameters this rank owns, then (data-
+  // parallel) every rank gathers the others' updated parameters.
+  void StepOptimizer();
+  void ZeroGradients();
+  bool distributed() const {
+    return reducer_ != nullptr && reducer_->world_size() > 1;
+  }
   // After an update that changed the weights: the version advances, and with
   // target_kl the step's KL is measured and the learning rate adapted.
   void FinishUpdate(LearnerStepStats* st);
@@ -227,7 +256,10 @@ class LearnerCore {
   void AdaptLearningRate(double step_kl);
 
   std::shared_ptr<TrainablePolicy> policy_;
-  std::vector<at::Tensor> params_;  // every trainable parameter
+  std::vector<at::Tensor> params_;      // every trainable parameter
+  GradientReducer* reducer_ = nullptr;  // data-parallel ranks; null: alone
+  std::vector<int> owners_;  // the rank whose optimizer updates params_[i]
+  absl::Status group_error_;
   at::Tensor text_, text_len_;
   LearnerOptions options_;
   uint64_t version_;

@@ -94,16 +94,17 @@ LearnerStepStats LearnerCore::StepEpochs() {
               .to(torch::kCPU);
       const double loss_value = check[0].item<double>();
       last_norm = check[1].item<double>();
-      if (!std::isfinite(loss_value) || !std::isfinite(last_norm)) {
+      if (SkipOnAnyRank(!std::isfinite(loss_value) ||
+                        !std::isfinite(last_norm))) {
         aborted = true;
         break;
       }
-      optimizer_->step();
-      optimizer_->zero_grad();
+      StepOptimizer();
+      ZeroGradients();
       ++st.optimizer_steps;
     }
   }
-  optimizer_->zero_grad();
+  ZeroGradients();
   st.grad_norm = last_norm;
   const size_t trained_epochs = epoch_sums.size();
   if (n > 0 && trained_epochs > 0) {

@@ -132,20 +132,28 @@ struct GrpcSegmentChannel::Stream final
 
 absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> GrpcSegmentChannel::Create(
     const SegmentClientOptions& options, const NetOptions& net) {
-  if (options.pool < 1 || options.in_flight < 1) {
+  if (options.pool < 1 || options.in_flight < 1 || options.route_block < 1 ||
+      options.targets.empty()) {
     return absl::InvalidArgumentError(
-        "segment channel: pool and in_flight must be >= 1");
+        "segment channel: needs a target; pool, in_flight and route_block "
+        "must be >= 1");
   }
-  std::shared_ptr<grpc::Channel> ch = MakeChannel(options.target, net);
-  if (absl::Status s = WaitForConnected(ch.get(), options.target, net);
-      !s.ok()) {
-    return s;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (const std::string& target : options.targets) {
+    channels.push_back(MakeChannel(target, net));
+    if (absl::Status s = WaitForConnected(channels.back().get(), target, net);
+        !s.ok()) {
+      return s;
+    }
   }
   std::unique_ptr<GrpcSegmentChannel> c(new GrpcSegmentChannel);
   c->pool_ = std::make_unique<SegmentPool>(options.shape, options.pool);
-  c->stream_ =
-      std::make_unique<Stream>(options.target, ch, net, options.in_flight);
-  c->stream_->Begin();
+  for (size_t i = 0; i < channels.size(); ++i) {
+    c->streams_.push_back(std::make_unique<Stream>(
+        options.targets[i], channels[i], net, options.in_flight));
+  }
+  c->route_block_ = options.route_block;
+  for (auto& s : c->streams_) s->Begin();
   return c;
 }
 
@@ -154,30 +162,38 @@ GrpcSegmentChannel::~GrpcSegmentChannel() { Close(); }
 RolloutSegment* GrpcSegmentChannel::Acquire() { return pool_->Acquire(); }
 
 absl::Status GrpcSegmentChannel::Push(RolloutSegment* segment) {
-  const absl::Status s = stream_->Push(*segment);
+  const size_t rank =
+      static_cast<size_t>(segment->env_id / route_block_) % streams_.size();
+  const absl::Status s = streams_[rank]->Push(*segment);
   pool_->Release(segment);  // encoded (or refused): ownership ends here
   return s;
 }
 
 void GrpcSegmentChannel::Close() {
-  if (stream_ == nullptr) return;
-  stream_->Close();
+  if (streams_.empty()) return;
+  for (auto& s : streams_) s->Close();
   pool_->Close();
 }
 
 absl::Status GrpcSegmentChannel::status() const {
-  std::lock_guard<std::mutex> lock(stream_->mu);
-  if (!stream_->first_error.ok()) return stream_->first_error;
-  if (stream_->done && !stream_->closing) {
-    return absl::UnavailableError(
-        absl::StrCat("learner ", stream_->target, " ended the segment stream"));
+  for (const auto& stream : streams_) {
+    std::lock_guard<std::mutex> lock(stream->mu);
+    if (!stream->first_error.ok()) return stream->first_error;
+    if (stream->done && !stream->closing) {
+      return absl::UnavailableError(absl::StrCat("learner ", stream->target,
+                                                 " ended the segment stream"));
+    }
   }
   return absl::OkStatus();
 }
 
 uint64_t GrpcSegmentChannel::pushed() const {
-  std::lock_guard<std::mutex> lock(stream_->mu);
-  return stream_->pushed;
+  uint64_t n = 0;
+  for (const auto& stream : streams_) {
+    std::lock_guard<std::mutex> lock(stream->mu);
+    n += stream->pushed;
+  }
+  return n;
 }
 
 }  // namespace rlvla3

@@ -8,6 +8,11 @@
 // or being written, Push blocks (overflow policy: block; the learner's
 // backpressure reaches the env threads, segments are never dropped).
 //
+// A data-parallel learner has several ranks, each with its own intake: with
+// several targets, one stream each, a segment goes to rank
+// (env_id / route_block) % ranks, so an env's segments (and, with
+// route_block = the GRPO group size, a whole group) always meet on one rank.
+//
 // Example:
 //   auto ch = GrpcSegmentChannel::Create(options, net);
 //   RolloutSegment* s = (*ch)->Acquire();  ...fill...  (*ch)->Push(s);
@@ -18,6 +23,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/segment_channel.h"
@@ -26,7 +32,8 @@
 namespace rlvla3 {
 
 struct SegmentClientOptions {
-  std::string target;  // the learner, host:port
+  std::vector<std::string> targets;  // the learner's ranks, host:port each
+  int route_block = 1;               // envs routed together
   SegmentShape shape;
   int pool = 8;       // local segments being filled
   int in_flight = 4;  // encoded segments queued or being written
@@ -40,8 +47,8 @@ class GrpcSegmentChannel final : public SegmentChannel {
 
   RolloutSegment* Acquire() override;
   absl::Status Push(RolloutSegment* segment) override;
-  // Writes what is queued, half-closes and waits for the learner's reply
-  // (at most 5 s, then cancels). Acquire returns null afterwards.
+  // Writes what is queued, half-closes and waits for the learners' replies
+  // (at most 5 s each, then cancels). Acquire returns null afterwards.
   void Close();
   absl::Status status() const;
   uint64_t pushed() const;
@@ -51,7 +58,8 @@ class GrpcSegmentChannel final : public SegmentChannel {
  private:
   GrpcSegmentChannel() = default;
   std::unique_ptr<SegmentPool> pool_;
-  std::unique_ptr<Stream> stream_;
+  std::vector<std::unique_ptr<Stream>> streams_;  // one per learner rank
+  int route_block_ = 1;
 };
 
 }  // namespace rlvla3

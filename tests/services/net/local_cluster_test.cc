@@ -1,11 +1,15 @@
 // `rl-vla3 up --local` as a user runs it: every role a real process; kill -9
 // of a rollout worker leaves the learner and inference running, `up`
 // restarts the worker and training goes on; `status` reports every role
-// SERVING; `down --local` stops the run with exit code 0.
+// SERVING; `down --local` stops the run with exit code 0. With
+// cluster.learner_ranks 2 the learner is a data-parallel group of two
+// processes (c10d Gloo) that trains, checkpoints its sharded optimizer state
+// and stops cleanly.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
@@ -20,13 +24,17 @@ namespace {
 
 using testutil::RoleProcess;
 
-uint64_t LearnerSteps(const std::string& target) {
+v1::RoleStatus LearnerStatus(const std::string& target) {
   auto stub = v1::Learner::NewStub(MakeChannel(target, NetOptions()));
   grpc::ClientContext ctx;
   PrepareContext(&ctx, NetOptions(), absl::Seconds(5));
   v1::RoleStatus st;
-  if (!stub->GetStatus(&ctx, v1::StatusRequest(), &st).ok()) return 0;
-  return st.optimizer_steps();
+  if (!stub->GetStatus(&ctx, v1::StatusRequest(), &st).ok()) return {};
+  return st;
+}
+
+uint64_t LearnerSteps(const std::string& target) {
+  return LearnerStatus(target).optimizer_steps();
 }
 
 TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
@@ -80,6 +88,56 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
   RoleProcess status(RLVLA3_BINARY, status_args, {}, dir.File("status"));
   EXPECT_EQ(status.Wait(), 0) << status.Stdout() << status.Log();
   EXPECT_NE(status.Stdout().find("SERVING"), std::string::npos);
+  std::vector<std::string> down_args = {"down", "--local"};
+  down_args.insert(down_args.end(), config.begin(), config.end());
+  RoleProcess down(RLVLA3_BINARY, down_args, {}, dir.File("down"));
+  EXPECT_EQ(down.Wait(), 0) << down.Log();
+  EXPECT_EQ(up.Wait(), 0) << up.Log();
+}
+
+TEST(UpLocal, TwoLearnerRanksTrainAsOneDataParallelGroup) {
+  const testutil::TestDir dir;
+  const int base = 56000 + static_cast<int>(getpid() % 500) * 8;
+  const std::vector<std::string> config = {
+      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+      "--set",    "env.num_envs=2",
+      "--set",    "rl.rollouts_per_step=1",
+      "--set",    "rl.checkpoint_every=2",
+      "--set",    "cluster.rollout_workers=2",
+      "--set",    "cluster.learner_ranks=2",
+      "--set",    "cluster.collective_timeout_s=20",
+      "--set",    "cluster.base_port=" + std::to_string(base),
+      "--set",    "run.out_dir=" + dir.path(),
+      "--set",    "run.name=dp"};
+  std::vector<std::string> up_args = {"up", "--local"};
+  up_args.insert(up_args.end(), config.begin(), config.end());
+  RoleProcess up(RLVLA3_BINARY, up_args, {}, dir.File("up"));
+  ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
+  EXPECT_NE(up.Stdout().find("learner rank 1 serving"), std::string::npos)
+      << up.Stdout();
+  // Rank 1 sits after the 1 inference server and 2 rollout workers.
+  const std::string rank0 = "127.0.0.1:" + std::to_string(base);
+  const std::string rank1 = "127.0.0.1:" + std::to_string(base + 4);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (LearnerSteps(rank0) < 4 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  const v1::RoleStatus s0 = LearnerStatus(rank0), s1 = LearnerStatus(rank1);
+  ASSERT_GE(s0.optimizer_steps(), 4u) << up.Stdout();
+  // Both ranks train their share and step together (one collective each).
+  EXPECT_GT(s1.trained_samples(), 0u);
+  EXPECT_LE(s0.optimizer_steps() > s1.optimizer_steps()
+                ? s0.optimizer_steps() - s1.optimizer_steps()
+                : s1.optimizer_steps() - s0.optimizer_steps(),
+            1u);
+  // The checkpoint at version 2: weights (rank 0) and both optimizer shards.
+  const std::string ck = dir.path() + "/dp/checkpoints/version_2";
+  EXPECT_TRUE(std::ifstream(ck + "/model.safetensors").good()) << ck;
+  EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-0-of-2.pt").good());
+  EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-1-of-2.pt").good());
+
   std::vector<std::string> down_args = {"down", "--local"};
   down_args.insert(down_args.end(), config.begin(), config.end());
   RoleProcess down(RLVLA3_BINARY, down_args, {}, dir.File("down"));

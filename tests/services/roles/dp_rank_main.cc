@@ -1,0 +1,185 @@
+// One rank of a data-parallel learner, for data_parallel_test: trains a small
+// TinyVLA on a fixed global batch of synthetic PPO segments (12 segments of 4
+// decisions per step, the same on every run), its share being the segments
+// i with i % WORLD_SIZE == RANK, over a c10d Gloo group joined through the
+// torchrun variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE). Writes its
+// parameters, flattened float32, to OUT.rankR after --steps steps. Step k's
+// data depends only on k (the policy version), so a resumed run sees the same
+// batches as one that never stopped.
+//
+//   dp_rank --steps 3 --out DIR/params [--stall-at-step K]
+//           [--save CKPT] [--resume CKPT]
+// --save writes a checkpoint at the end (weights from rank 0, every rank its
+// optimizer shard); --resume starts from one, saved at any world size.
+// With --stall-at-step, rank 1 prints "stalled" before step K and sleeps
+// (for the test to kill it); the others must fail within the timeout.
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "policies/checkpoint.h"
+#include "policies/tiny_vla_policy.h"
+#include "services/learner/c10d_reducer.h"
+#include "services/learner/learner_core.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr int kSegments = 12, kDecisions = 4;
+
+SegmentShape Shape() {
+  SegmentShape s;
+  s.width = s.height = 16;
+  s.chunk = 2;
+  s.capacity = kDecisions;
+  return s;
+}
+
+void Fill(RolloutSegment* s, uint64_t version, uint32_t seed) {
+  std::mt19937 rng(seed);
+  s->Clear();
+  for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
+  for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
+  for (auto& p : s->proprio) p = static_cast<float>(rng() % 100) / 100.0f;
+  for (auto& t : s->tokens) t = static_cast<uint8_t>(rng());
+  for (auto& l : s->log_probs) l = -30.0f - static_cast<float>(rng() % 10);
+  for (int t = 0; t < kDecisions; ++t) {
+    s->values[t] = 0.1f * static_cast<float>(rng() % 10);
+    s->rewards[t] = static_cast<float>(rng() % 2);
+    s->executed[t] = 2;
+    s->versions[t] = version;
+  }
+  s->n = kDecisions;
+  s->has_bootstrap = true;
+}
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "%s\n", s.ToString().c_str());
+  return 1;
+}
+
+int Run(int argc, char** argv) {
+  int steps = 3, stall_at = -1;
+  std::string out, save, resume;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--save")) save = argv[i + 1];
+    if (!std::strcmp(argv[i], "--resume")) resume = argv[i + 1];
+    if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--out")) out = argv[i + 1];
+    if (!std::strcmp(argv[i], "--stall-at-step"))
+      stall_at = std::atoi(argv[i + 1]);
+  }
+  torch::set_num_threads(1);
+  absl::StatusOr<ProcessGroupOptions> o =
+      ProcessGroupOptionsFromEnvironment("gloo", absl::Seconds(10));
+  if (!o.ok()) {
+    std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<GradientReducer>> reducer =
+      ConnectProcessGroup(*o);
+  if (!reducer.ok()) {
+    std::fprintf(stderr, "%s\n", reducer.status().ToString().c_str());
+    return 1;
+  }
+  const int rank = o->rank, world = o->world_size;
+  // Rank-dependent start: SyncParameters must make them equal.
+  torch::manual_seed(static_cast<uint64_t>(rank));
+  auto net = TinyVLA(TinyVLAOptions()
+                         .vocab_size(8)
+                         .max_text_len(4)
+                         .d_model(16)
+                         .heads(2)
+                         .layers(1)
+                         .grid(2)
+                         .patch(8)
+                         .stem_channels(4)
+                         .chunk(2));
+  uint64_t version = 0;
+  if (!resume.empty()) {
+    absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(resume);
+    if (!ck.ok()) return Fail(ck.status());
+    net = ck->net;
+    version = ck->version;
+  }
+  auto policy = std::make_shared<TinyVLAPolicy>(net, version);
+  LearnerOptions lo;
+  lo.micro_batch = 4;
+  lo.global_units = kSegments * kDecisions / world;  // this rank's share
+  lo.max_policy_lag = 1;
+  lo.lr = 1e-2;
+  lo.normalize_advantages = false;  // running moments are per rank
+  LearnerCore core(policy, torch::ones({1, 4}, torch::kLong),
+                   torch::full({1}, 4, torch::kLong), lo, version,
+                   reducer->get());
+  if (absl::Status s = core.SyncParameters(); !s.ok()) return Fail(s);
+  if (!resume.empty()) {
+    if (absl::Status s = core.LoadTrainingState(resume); !s.ok())
+      return Fail(s);
+  }
+  std::vector<std::unique_ptr<RolloutSegment>> segs;
+  for (int i = rank; i < kSegments; i += world)
+    segs.push_back(std::make_unique<RolloutSegment>(Shape()));
+  for (int step = 0; step < steps; ++step) {
+    if (step == stall_at && rank == 1) {
+      std::printf("stalled\n");
+      std::fflush(stdout);
+      pause();
+    }
+    std::vector<RolloutSegment*> mine;
+    for (int i = rank, k = 0; i < kSegments; i += world, ++k) {
+      Fill(segs[k].get(), core.version(),
+           static_cast<uint32_t>(1000 * core.version() + i));
+      mine.push_back(segs[k].get());
+    }
+    core.Add(mine);
+    while (core.CanTrain()) core.TrainMicroBatch();
+    if (!core.ReadyToStep()) {
+      std::fprintf(stderr, "rank %d: batch incomplete at step %d\n", rank,
+                   step);
+      return 1;
+    }
+    const LearnerStepStats st = core.Step();
+    if (!core.group_status().ok()) {
+      std::fprintf(stderr, "%s\n", core.group_status().ToString().c_str());
+      return 1;
+    }
+    std::printf("rank %d step %d version %llu loss %.6f skipped %d\n", rank,
+                step, static_cast<unsigned long long>(st.version), st.loss,
+                st.skipped ? 1 : 0);
+    std::fflush(stdout);
+    core.TakeConsumed();
+  }
+  if (!save.empty()) {
+    if (rank == 0) {
+      absl::Status s =
+          policy->Save(save, TextTokenizer::Build({"a b c"}), core.version());
+      if (!s.ok()) return Fail(s);
+    }
+    if (absl::Status s = core.SaveTrainingState(save); !s.ok()) return Fail(s);
+  }
+  std::ofstream f(out + ".rank" + std::to_string(rank), std::ios::binary);
+  for (const at::Tensor& p : net->parameters()) {
+    const at::Tensor c = p.detach().to(torch::kFloat).contiguous();
+    f.write(reinterpret_cast<const char*>(c.data_ptr<float>()),
+            static_cast<std::streamsize>(c.numel() * sizeof(float)));
+  }
+  f.close();
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", out.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace rlvla3
+
+int main(int argc, char** argv) { return rlvla3::Run(argc, argv); }
