@@ -34,15 +34,36 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# node + npm validate the Kubernetes manifests in tests (tests/deploy); any
+# node on PATH will do (Debian's when there is none). Not where the checkout
+# has no tests/deploy (deploy/Dockerfile runs this script before copying the
+# sources).
+cd "$(dirname "$0")/.."
+if [ ! -f tests/deploy/package-lock.json ]; then
+  :
+elif ! command -v node >/dev/null; then
+  missing+=(nodejs npm)
+elif ! command -v npm >/dev/null; then
+  missing+=(npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#PACKAGES[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install_deps: installing ${#missing[@]} missing packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install_deps: installing ${#missing[@]} missing packages: ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The npm packages of the manifest tests (versions pinned in
+# tests/deploy/package-lock.json), into tests/deploy/node_modules, with npm's
+# cache in build/: nothing is written outside the checkout.
+if [ -f tests/deploy/package-lock.json ] &&
+   { [ ! -d tests/deploy/node_modules ] ||
+     [ tests/deploy/package-lock.json -nt tests/deploy/node_modules/.package-lock.json ]; }; then
+  echo "install_deps: npm ci in tests/deploy"
+  npm ci --prefix tests/deploy --cache "$PWD/build/npm-cache" --no-audit --no-fund
+fi

@@ -28,6 +28,7 @@
 #include "services/bench.h"
 #include "services/config_bridge.h"
 #include "services/expert_eval.h"
+#include "services/kube/kube_verbs.h"
 #include "services/local_cluster.h"
 #include "services/selfcheck.h"
 #include "services/serve.h"
@@ -61,6 +62,8 @@ constexpr char kUsage[] =
     "  train          [--mode sync|async] [--init-checkpoint DIR]\n"
     "  serve ROLE     one role as a gRPC service (learner|inference|rollout)\n"
     "  up --local     every role as a process on this machine; down --local\n"
+    "  up CLUSTER.yaml  the job on Kubernetes ([--dry-run]); down, status "
+    "CLUSTER.yaml\n"
     "  status         health, version and throughput of every role\n"
     "                 RL post-training: env pool, inference actors, learner\n"
     "  bench          --config FILE [--duration SECONDS] [--json PATH]\n"
@@ -144,17 +147,26 @@ constexpr VerbHelp kVerbHelp[] = {
      "(1 learner, cluster.inference_servers, cluster.rollout_workers), wait\n"
      "until all are healthy, print one progress line per metrics interval,\n"
      "restart inference/rollout processes that exit; Ctrl-C stops them all\n"
-     "  --local              required (Kubernetes: see the README)\n"
+     "  --local              every role on this machine\n"
      "  --duration S         stop after S seconds (default: until stopped)\n"
-     "  logs: RUN_DIR/logs/ROLE.log\n"},
-    {"down", "--local: stop the run that `up --local` started (same config)\n"},
+     "  logs: RUN_DIR/logs/ROLE.log\n"
+     "up CLUSTER.yaml: the job on Kubernetes (docs/kubernetes.md): kubectl\n"
+     "apply of its objects, then progress until every pod is ready\n"
+     "  --dry-run            print the manifests (token redacted), no kubectl\n"
+     "  --timeout S          wait S seconds for readiness (default 600)\n"},
+    {"down",
+     "--local: stop the run that `up --local` started (same config)\n"
+     "down CLUSTER.yaml [--delete-data]: delete the job's Kubernetes objects\n"
+     "(the checkpoint volume only with --delete-data; never the namespace)\n"},
     {"status",
      "health, policy version and throughput of every role of the run (the\n"
      "addresses the config lays out), then the learner's roster: every role\n"
      "that sends heartbeats, a role silent past cluster.role_timeout_s\n"
      "flagged SILENT; exit 1 unless all are SERVING and none is silent\n"
      "  --learner HOST:PORT  a run started elsewhere: its learner and "
-     "roster\n"},
+     "roster\n"
+     "status CLUSTER.yaml: the job's pods on Kubernetes per role (ready,\n"
+     "restarts, phases); exit 1 unless all are ready\n"},
     {"version", "print the version\n"},
 };
 
@@ -562,8 +574,8 @@ std::optional<NetOptions> ClientNet(const Config& c) {
 int VerbUpDown(const std::string& verb, bool local, const CommonFlags& f) {
   if (!local) {
     std::fprintf(stderr,
-                 "rl-vla3 %s: only --local is available here (every role as "
-                 "a process on this machine)\n",
+                 "rl-vla3 %s: give --local (every role as a process on this "
+                 "machine) or a CLUSTER.yaml (Kubernetes)\n",
                  verb.c_str());
     return kExitUsage;
   }
@@ -728,6 +740,8 @@ int RunCli(const std::vector<std::string>& args) {
         {"--listen", "--learner", "--inference", "--worker", "--duration"});
     return flags ? VerbServe(args[1], *flags) : kExitUsage;
   }
+  // up|down|status CLUSTER.yaml: the job on Kubernetes (services/kube).
+  if (kube::IsKubeInvocation(args)) return kube::RunKubeCli(args);
   if (verb == "up" || verb == "down") {
     std::vector<std::string> rest;
     bool local = false;

@@ -1,0 +1,304 @@
+// rlvla3::kube: CLUSTER.yaml parsing, the rendered manifests (deterministic,
+// equal to the golden file, the token never printed), pod summaries and the
+// child-process runner kubectl goes through.
+//
+// The golden file tests/deploy/cluster_golden.yaml is what
+// `rl-vla3 up tests/deploy/cluster.yaml --dry-run` prints. After an intended
+// change to the manifests, regenerate it and review the diff:
+//   RLVLA3_UPDATE_GOLDEN=1 build/tests/kube_manifests_test
+//   git diff tests/deploy/cluster_golden.yaml
+#include "services/kube/manifests.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/config_schema.h"
+#include "services/kube/cluster_spec.h"
+#include "services/kube/kubectl.h"
+#include "tests/test_dir.h"
+
+namespace rlvla3::kube {
+namespace {
+
+const std::string kDeployDir = std::string(RLVLA3_SOURCE_DIR) + "/tests/deploy";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ClusterSpec FixtureSpec() {
+  absl::StatusOr<ClusterSpec> spec =
+      LoadClusterSpec(kDeployDir + "/cluster.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return spec.ok() ? *spec : ClusterSpec{};
+}
+
+std::string DryRun(const ClusterSpec& spec) {
+  return JoinManifests(
+      RenderManifests(spec, ReadRunConfig(spec).value(), std::nullopt));
+}
+
+// The documents of a rendered stream, by "Kind/name".
+std::map<std::string, YAML::Node> Objects(const std::string& yaml) {
+  std::map<std::string, YAML::Node> out;
+  for (const YAML::Node& doc : YAML::LoadAll(yaml)) {
+    out[doc["kind"].as<std::string>() + "/" +
+        doc["metadata"]["name"].as<std::string>()] = doc;
+  }
+  return out;
+}
+
+TEST(KubeManifests, RenderingIsDeterministic) {
+  const std::string a = DryRun(FixtureSpec());
+  const std::string b = DryRun(FixtureSpec());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.find("\t"), std::string::npos);
+}
+
+TEST(KubeManifests, MatchesTheGoldenFile) {
+  const std::string golden_path = kDeployDir + "/cluster_golden.yaml";
+  const std::string rendered = DryRun(FixtureSpec());
+  if (const char* update = std::getenv("RLVLA3_UPDATE_GOLDEN");
+      update != nullptr && std::string(update) == "1") {
+    std::ofstream(golden_path) << rendered;
+    GTEST_SKIP() << "rewrote " << golden_path;
+  }
+  EXPECT_EQ(rendered, ReadFile(golden_path))
+      << "the manifests changed; if intended, regenerate the golden file "
+         "(RLVLA3_UPDATE_GOLDEN=1, see the top of this file)";
+}
+
+TEST(KubeManifests, DryRunNeverPrintsTheToken) {
+  const ClusterSpec spec = FixtureSpec();
+  const std::string token = ReadToken(spec).value();
+  ASSERT_FALSE(token.empty());
+  const std::string dry = DryRun(spec);
+  EXPECT_EQ(dry.find(token), std::string::npos);
+  EXPECT_NE(dry.find("<redacted: from token.fixture>"), std::string::npos);
+  // `up` puts the real one in the Secret, and only there.
+  const auto objects = Objects(
+      JoinManifests(RenderManifests(spec, ReadRunConfig(spec).value(), token)));
+  EXPECT_EQ(objects.at("Secret/kube-fixture-token")["stringData"]["token"]
+                .as<std::string>(),
+            token);
+}
+
+TEST(KubeManifests, PodsGetTheirRolesCommandLines) {
+  const auto objects = Objects(DryRun(FixtureSpec()));
+  const YAML::Node learner =
+      objects.at("StatefulSet/kube-fixture-learner")["spec"];
+  EXPECT_EQ(learner["serviceName"].as<std::string>(), "kube-fixture-learner");
+  EXPECT_EQ(learner["replicas"].as<int>(), 2);
+  EXPECT_EQ(learner["podManagementPolicy"].as<std::string>(), "Parallel");
+  const YAML::Node c = learner["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["env"][0]["value"].as<std::string>(),
+            "kube-fixture-learner-0.kube-fixture-learner.rl-vla3-test.svc."
+            "cluster.local");
+  EXPECT_EQ(c["env"][2]["name"].as<std::string>(), "WORLD_SIZE");
+  EXPECT_TRUE(c["env"][2]["value"].IsScalar());
+  EXPECT_EQ(c["env"][2]["value"].Tag(), "!");  // quoted: a string, not 2
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"].as<std::string>(), "1");
+
+  const YAML::Node rollout = objects.at("StatefulSet/kube-fixture-rollout");
+  std::vector<std::string> args;
+  for (const YAML::Node& a :
+       rollout["spec"]["template"]["spec"]["containers"][0]["args"]) {
+    args.push_back(a.as<std::string>());
+  }
+  const std::vector<std::string> want_prefix = {
+      "serve",
+      "rollout",
+      "--config",
+      "/etc/rl-vla3/run.yaml",
+      "--listen",
+      "0.0.0.0:50053",
+      "--learner",
+      "kube-fixture-learner-0.kube-fixture-learner:50051,"
+      "kube-fixture-learner-1.kube-fixture-learner:50051",
+      "--inference",
+      "kube-fixture-inference:50052",
+      "--worker",
+      "$(RANK)"};
+  ASSERT_GE(args.size(), want_prefix.size());
+  EXPECT_EQ(
+      std::vector<std::string>(args.begin(), args.begin() + want_prefix.size()),
+      want_prefix);
+}
+
+TEST(KubeManifests, ConfigMapHoldsTheRunConfig) {
+  ClusterSpec spec = FixtureSpec();
+  for (const std::string& text :
+       {std::string("run:\n  name: x\n"), std::string("  indented: 1\n"),
+        std::string("a: 1\r\nb: \"two\"\r\n"), std::string("k: v")}) {
+    const auto objects =
+        Objects(JoinManifests(RenderManifests(spec, text, std::nullopt)));
+    // Literal blocks end in one newline; other text is quoted as it is.
+    std::string want = text;
+    if (want.back() != '\n') want += "\n";
+    const std::string got =
+        objects.at("ConfigMap/kube-fixture-config")["data"]["run.yaml"]
+            .as<std::string>();
+    EXPECT_EQ(got, want);
+  }
+}
+
+TEST(KubeClusterSpec, DefaultsFillEveryKeyNotGiven) {
+  const testutil::TestDir dir;
+  std::ofstream(dir.File("run.yaml")) << "run:\n  name: r\n";
+  absl::StatusOr<ClusterSpec> s = ParseClusterSpec(
+      "name: job\nimage: img:1\nconfig: run.yaml\n", dir.File("cluster.yaml"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->ns, "rl-vla3");
+  EXPECT_EQ(s->config_path,
+            std::filesystem::path(dir.File("run.yaml")).lexically_normal());
+  EXPECT_EQ(s->learner.replicas, 1);
+  EXPECT_EQ(s->learner.gpus, 1);
+  EXPECT_EQ(s->inference.gpus, 1);
+  EXPECT_EQ(s->rollout.gpus, 0);
+  EXPECT_EQ(s->learner.port, 50051);
+  EXPECT_EQ(s->inference.port, 50052);
+  EXPECT_EQ(s->rollout.port, 50053);
+  EXPECT_EQ(s->rendezvous_port, 29500);
+  EXPECT_EQ(s->storage.size, "20Gi");
+  EXPECT_EQ(s->storage.access_mode, "ReadWriteOnce");
+  s = ParseClusterSpec(
+      "name: job\nimage: img:1\nconfig: run.yaml\nlearner: {replicas: 3}\n",
+      dir.File("cluster.yaml"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->storage.access_mode, "ReadWriteMany");
+  EXPECT_TRUE(CheckRunConfig(*s).ok());
+}
+
+TEST(KubeClusterSpec, BadValuesAreConfigErrorsNamingFileAndKey) {
+  const testutil::TestDir dir;
+  std::ofstream(dir.File("run.yaml")) << "run:\n  name: r\n";
+  const std::string ok = "name: job\nimage: img:1\nconfig: run.yaml\n";
+  const struct {
+    std::string yaml, key;
+  } cases[] = {
+      {ok + "learner:\n  replica: 2\n", "learner.replica"},
+      {ok + "learner:\n  replicas: 0\n", "learner.replicas"},
+      {ok + "rollout: {replicas: 1.5}\n", "rollout.replicas"},
+      {ok + "inference: {gpus: -1}\n", "inference.gpus"},
+      {ok + "learner: {memory: lots}\n", "learner.memory"},
+      {ok + "storage: {access_mode: ReadOnlyMany}\n", "storage.access_mode"},
+      {ok + "ports: {learner: 29500}\n", "ports.rendezvous"},
+      {ok + "nmae: x\n", "nmae"},
+      {ok + "token_file: missing.txt\n", "token_file"},
+      {"name: Bad_Name\nimage: img\nconfig: run.yaml\n", "name"},
+      {"name: job\nimage: img\nconfig: nowhere.yaml\n", "config"},
+      {"name: job\nconfig: run.yaml\n", "image"},
+      {"name: [a]\nimage: img\nconfig: run.yaml\n", "name"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<ClusterSpec> s =
+        ParseClusterSpec(c.yaml, dir.File("cluster.yaml"));
+    ASSERT_FALSE(s.ok()) << c.yaml;
+    EXPECT_TRUE(IsConfigError(s.status())) << s.status();
+    const std::string m(s.status().message());
+    EXPECT_NE(m.find(dir.File("cluster.yaml") + ": " + c.key),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("expected"), std::string::npos) << m;
+  }
+  const absl::StatusOr<ClusterSpec> bad_yaml =
+      ParseClusterSpec("name: [unclosed\n", dir.File("cluster.yaml"));
+  EXPECT_TRUE(IsConfigError(bad_yaml.status())) << bad_yaml.status();
+  EXPECT_TRUE(IsConfigError(LoadClusterSpec(dir.File("absent.yaml")).status()));
+}
+
+TEST(KubeClusterSpec, SyncRunNeedsOneInferenceReplica) {
+  const testutil::TestDir dir;
+  std::ofstream(dir.File("run.yaml")) << "run:\n  mode: sync\n";
+  absl::StatusOr<ClusterSpec> s = ParseClusterSpec(
+      "name: job\nimage: img\nconfig: run.yaml\ninference: {replicas: 2}\n",
+      dir.File("cluster.yaml"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const absl::Status st = CheckRunConfig(*s);
+  EXPECT_TRUE(IsConfigError(st)) << st;
+  EXPECT_NE(st.message().find("inference.replicas"), std::string::npos);
+}
+
+TEST(KubePods, SummaryCountsReadyPodsPerRole) {
+  const std::string json = R"({"items": [
+    {"metadata": {"name": "j-learner-0", "labels":
+       {"app.kubernetes.io/component": "learner"}},
+     "status": {"phase": "Running", "conditions": [{"type": "Ready",
+       "status": "True"}], "containerStatuses": [{"restartCount": 1}]}},
+    {"metadata": {"name": "j-learner-1", "labels":
+       {"app.kubernetes.io/component": "learner"}},
+     "status": {"phase": "Pending", "containerStatuses": [{"restartCount": 0,
+       "state": {"waiting": {"reason": "ImagePullBackOff"}}}]}},
+    {"metadata": {"name": "j-rollout-0", "deletionTimestamp": "x", "labels":
+       {"app.kubernetes.io/component": "rollout"}},
+     "status": {"phase": "Running", "conditions": [{"type": "Ready",
+       "status": "True"}]}},
+    {"metadata": {"name": "j-inference-x", "labels":
+       {"app.kubernetes.io/component": "inference"}},
+     "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled",
+       "status": "False", "reason": "Unschedulable"}]}}]})";
+  absl::StatusOr<std::vector<PodState>> pods = ParsePods(json);
+  ASSERT_TRUE(pods.ok()) << pods.status();
+  ASSERT_EQ(pods->size(), 4u);
+  ClusterSpec spec;
+  spec.learner.replicas = 2;
+  const std::vector<RoleState> roles = Summarize(spec, *pods);
+  EXPECT_EQ(ProgressLine(roles),
+            "learner 1/2 ready (ImagePullBackOff)  inference 0/1 ready "
+            "(Unschedulable)  rollout 0/1 ready");
+  EXPECT_EQ(roles[0].restarts, 1);
+  EXPECT_EQ(roles[2].phases.at("Terminating"), 1);
+  EXPECT_FALSE(AllReady(roles));
+  EXPECT_FALSE(ParsePods("not json").ok());
+  EXPECT_FALSE(ParsePods("{}").ok());
+}
+
+TEST(KubeCommand, FeedsStdinCapturesOutputAndExitCode) {
+  std::string big(1 << 20, 'x');  // more than a pipe holds
+  absl::StatusOr<CommandResult> r =
+      RunCommand({"/bin/cat"}, big, absl::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_EQ(r->out, big);
+  r = RunCommand({"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}, "",
+                 absl::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 3);
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+  // A child that never reads its stdin does not stall us (EPIPE, no SIGPIPE).
+  r = RunCommand({"/bin/true"}, big, absl::Seconds(30));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->exit_code, 0);
+  r = RunCommand({"/bin/sleep", "10"}, "", absl::Milliseconds(200));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(r.status())) << r.status();
+  EXPECT_FALSE(RunCommand({"/nonexistent/kubectl"}, "", absl::Seconds(5)).ok());
+}
+
+TEST(KubeCommand, FindsExecutablesOnPathOnly) {
+  const std::string saved = std::getenv("PATH") ? std::getenv("PATH") : "";
+  setenv("PATH", "/nonexistent:/bin", 1);
+  EXPECT_EQ(FindOnPath("sh").value_or(""), "/bin/sh");
+  setenv("PATH", "/nonexistent", 1);
+  EXPECT_TRUE(absl::IsNotFound(FindOnPath("sh").status()));
+  const absl::StatusOr<Kubectl> k = Kubectl::Find();
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().message(),
+            "kubectl not found on PATH: install kubectl or use --dry-run to "
+            "print the manifests");
+  setenv("PATH", saved.c_str(), 1);
+}
+
+}  // namespace
+}  // namespace rlvla3::kube
