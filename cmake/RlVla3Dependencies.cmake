@@ -19,6 +19,8 @@ target_include_directories(rlvla3_concurrentqueue SYSTEM INTERFACE ${CONCURRENTQ
 # found through CMAKE_PREFIX_PATH (e.g. torch.utils.cmake_prefix_path) must have CUDA.
 if(RLVLA3_WITH_CUDA)
   enable_language(CUDA)
+endif()
+if(RLVLA3_WITH_CUDA OR RLVLA3_WITH_NCCL)
   find_package(CUDAToolkit REQUIRED)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} REQUIRED)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)

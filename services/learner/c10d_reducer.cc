@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
-#include <map>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
@@ -17,16 +16,13 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "services/learner/flat_buckets.h"
+#ifdef RLVLA3_WITH_NCCL
+#include "services/learner/nccl_reducer.h"
+#endif
 
 namespace rlvla3 {
 namespace {
-
-// The tensors of one flat bucket: where each sits in the buffer.
-struct Bucket {
-  at::Tensor flat;
-  std::vector<int64_t> offsets, numels;
-  size_t first = 0;  // index of the bucket's first tensor
-};
 
 // Calls `f`; c10d reports failures (a dead peer, a timeout) as exceptions.
 template <typename F>
@@ -43,52 +39,6 @@ absl::Status Collective(const char* what, F&& f) {
   }
 }
 
-// Flat buckets for one list of tensors, packed and unpacked in place.
-class BucketSet {
- public:
-  BucketSet(absl::Span<const at::Tensor> tensors, int64_t bucket_bytes) {
-    const int64_t cap =
-        std::max<int64_t>(1, bucket_bytes / int64_t{sizeof(float)});
-    Bucket cur;
-    int64_t size = 0;
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      const int64_t n = tensors[i].numel();
-      if (size > 0 && size + n > cap) {
-        Close(&cur, size, tensors, i);
-        size = 0;
-      }
-      cur.offsets.push_back(size);
-      cur.numels.push_back(n);
-      size += n;
-    }
-    if (size > 0) Close(&cur, size, tensors, tensors.size());
-  }
-  std::vector<Bucket>& buckets() { return buckets_; }
-  static void Pack(Bucket& b, absl::Span<at::Tensor> tensors) {
-    for (size_t k = 0; k < b.numels.size(); ++k) {
-      b.flat.narrow(0, b.offsets[k], b.numels[k])
-          .copy_(tensors[b.first + k].reshape(-1));
-    }
-  }
-  static void Unpack(Bucket& b, absl::Span<at::Tensor> tensors) {
-    for (size_t k = 0; k < b.numels.size(); ++k) {
-      at::Tensor& t = tensors[b.first + k];
-      t.copy_(b.flat.narrow(0, b.offsets[k], b.numels[k]).view(t.sizes()));
-    }
-  }
-
- private:
-  // Allocates `cur`'s buffer, stores it and starts the next at `next`.
-  void Close(Bucket* cur, int64_t size, absl::Span<const at::Tensor> tensors,
-             size_t next) {
-    cur->flat = torch::zeros({size}, tensors[cur->first].options());
-    buckets_.push_back(std::move(*cur));
-    *cur = Bucket();
-    cur->first = next;
-  }
-  std::vector<Bucket> buckets_;
-};
-
 class GlooReducer final : public GradientReducer {
  public:
   GlooReducer(const ProcessGroupOptions& o,
@@ -100,7 +50,7 @@ class GlooReducer final : public GradientReducer {
   int world_size() const override { return options_.world_size; }
 
   absl::Status AllReduceMean(absl::Span<at::Tensor> tensors) override {
-    BucketSet& set = Buckets(kAllReduce, tensors);
+    BucketSet& set = buckets_.Get(kAllReduce, tensors);
     return Collective("gradient all-reduce", [&] {
       std::vector<c10::intrusive_ptr<c10d::Work>> works;
       for (Bucket& b : set.buckets()) {
@@ -128,7 +78,7 @@ class GlooReducer final : public GradientReducer {
   }
 
   absl::Status Broadcast(absl::Span<at::Tensor> tensors, int root) override {
-    BucketSet& set = Buckets(root, tensors);
+    BucketSet& set = buckets_.Get(root, tensors);
     return Collective("broadcast", [&] {
       std::vector<c10::intrusive_ptr<c10d::Work>> works;
       Launch(set, tensors, root, &works);
@@ -151,7 +101,7 @@ class GlooReducer final : public GradientReducer {
       std::vector<c10::intrusive_ptr<c10d::Work>> works;
       for (int r = 0; r < options_.world_size; ++r) {
         if (by_owner[r].empty()) continue;
-        BucketSet& set = Buckets(r, absl::MakeSpan(by_owner[r]));
+        BucketSet& set = buckets_.Get(r, by_owner[r]);
         Launch(set, absl::MakeSpan(by_owner[r]), r, &works);
         sets.emplace_back(&set, r);
       }
@@ -183,25 +133,10 @@ class GlooReducer final : public GradientReducer {
       works->push_back(group_->broadcast(one, opts));
     }
   }
-  // The buckets of this (collective, tensor list), allocated on first use.
-  BucketSet& Buckets(int key, absl::Span<const at::Tensor> tensors) {
-    std::vector<int64_t> numels;
-    numels.reserve(tensors.size());
-    for (const at::Tensor& t : tensors) numels.push_back(t.numel());
-    auto k = std::make_pair(key, std::move(numels));
-    auto it = sets_.find(k);
-    if (it == sets_.end()) {
-      it =
-          sets_.emplace(std::move(k), BucketSet(tensors, options_.bucket_bytes))
-              .first;
-    }
-    return it->second;
-  }
-
   const ProcessGroupOptions options_;
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
-  std::map<std::pair<int, std::vector<int64_t>>, BucketSet> sets_;
+  BucketCache buckets_{options_.bucket_bytes};
   at::Tensor flag_ = torch::zeros({1}, torch::kInt32);
 };
 
@@ -233,32 +168,42 @@ absl::StatusOr<ProcessGroupOptions> ProcessGroupOptionsFromEnvironment(
   if (!world.ok()) return world.status();
   absl::StatusOr<int> rank = IntFromEnvironment("RANK", 0, 0, *world - 1);
   if (!rank.ok()) return rank.status();
+  // This rank's device on its machine (torchrun's LOCAL_RANK; else RANK).
+  absl::StatusOr<int> local = IntFromEnvironment("LOCAL_RANK", *rank, 0, 4095);
+  if (!local.ok()) return local.status();
   o.master_port = *port;
   o.world_size = *world;
   o.rank = *rank;
+  o.local_rank = *local;
   return o;
 }
 
-absl::StatusOr<std::unique_ptr<GradientReducer>> ConnectProcessGroup(
+namespace {
+
+// The rendezvous every backend starts from: rank 0 hosts the store.
+absl::StatusOr<c10::intrusive_ptr<c10d::Store>> ConnectStore(
     const ProcessGroupOptions& o) {
-  if (o.backend != "gloo") {
-    return absl::UnimplementedError(absl::StrCat(
-        "learner group backend ", o.backend,
-        ": this build has gloo (nccl needs a build with RLVLA3_WITH_CUDA)"));
-  }
-  const auto timeout =
-      std::chrono::milliseconds(absl::ToInt64Milliseconds(o.timeout));
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   absl::Status s = Collective("rendezvous", [&] {
     c10d::TCPStoreOptions so;
     so.port = static_cast<std::uint16_t>(o.master_port);
     so.isServer = o.rank == 0;
     so.numWorkers = static_cast<std::size_t>(o.world_size);
     so.waitWorkers = true;
-    so.timeout = timeout;
+    so.timeout =
+        std::chrono::milliseconds(absl::ToInt64Milliseconds(o.timeout));
     store = c10::make_intrusive<c10d::TCPStore>(o.master_addr, so);
-    auto go = c10d::ProcessGroupGloo::Options::create(timeout);
+  });
+  if (!s.ok()) return s;
+  return store;
+}
+
+absl::StatusOr<std::unique_ptr<GradientReducer>> ConnectGloo(
+    const ProcessGroupOptions& o, c10::intrusive_ptr<c10d::Store> store) {
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  absl::Status s = Collective("rendezvous", [&] {
+    auto go = c10d::ProcessGroupGloo::Options::create(
+        std::chrono::milliseconds(absl::ToInt64Milliseconds(o.timeout)));
     // Loopback runs bind to loopback; others to this host's address.
     const bool local =
         o.master_addr.rfind("127.", 0) == 0 || o.master_addr == "localhost";
@@ -272,6 +217,54 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> ConnectProcessGroup(
   if (!s.ok()) return s;
   return std::unique_ptr<GradientReducer>(
       new GlooReducer(o, std::move(store), std::move(group)));
+}
+
+#ifdef RLVLA3_WITH_NCCL
+// NCCL on the tensors' device pointers; its unique id crosses the store.
+absl::StatusOr<std::unique_ptr<GradientReducer>> ConnectNccl(
+    const ProcessGroupOptions& o, c10::intrusive_ptr<c10d::Store> store) {
+  constexpr char kKey[] = "rlvla3/nccl_unique_id";
+  std::string id;
+  if (o.rank == 0) {
+    absl::StatusOr<std::string> made = NewNcclUniqueId();
+    if (!made.ok()) return made.status();
+    id = *made;
+  }
+  absl::Status s = Collective("rendezvous", [&] {
+    if (o.rank == 0) {
+      store->set(kKey, std::vector<uint8_t>(id.begin(), id.end()));
+    } else {
+      const std::vector<uint8_t> v = store->get(kKey);
+      id.assign(v.begin(), v.end());
+    }
+  });
+  if (!s.ok()) return s;
+  return MakeNcclReducer(
+      {o.rank, o.world_size, o.local_rank, o.timeout, o.bucket_bytes}, id);
+}
+#endif
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GradientReducer>> ConnectProcessGroup(
+    const ProcessGroupOptions& o) {
+  if (o.backend != "gloo" && o.backend != "nccl") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("learner group backend ", o.backend, ": gloo or nccl"));
+  }
+#ifndef RLVLA3_WITH_NCCL
+  if (o.backend == "nccl") {
+    return absl::UnimplementedError(
+        "learner group backend nccl: this build has gloo only (configure "
+        "with -DRLVLA3_WITH_NCCL=ON)");
+  }
+#endif
+  absl::StatusOr<c10::intrusive_ptr<c10d::Store>> store = ConnectStore(o);
+  if (!store.ok()) return store.status();
+#ifdef RLVLA3_WITH_NCCL
+  if (o.backend == "nccl") return ConnectNccl(o, *std::move(store));
+#endif
+  return ConnectGloo(o, *std::move(store));
 }
 
 }  // namespace rlvla3

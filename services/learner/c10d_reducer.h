@@ -1,8 +1,10 @@
 // File: services/learner/c10d_reducer.h
 // -----------------------------------------------------------------------------
-// A GradientReducer over a torch c10d process group: Gloo on CPU (NCCL on GPU
-// builds), rendezvous through a TCPStore that rank 0 hosts, as torchrun's
-// MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE describe. Gradients are
+// A GradientReducer over a torch c10d process group: Gloo on CPU, or NCCL on
+// the tensors' device pointers in builds with RLVLA3_WITH_NCCL
+// (nccl_reducer.h); rendezvous through a TCPStore that rank 0 hosts, as
+// torchrun's MASTER_ADDR / MASTER_PORT / RANK / WORLD_SIZE (and LOCAL_RANK,
+// the device) describe. Gradients are
 // averaged in flat buckets of about `bucket_bytes` (buffers allocated once,
 // every bucket's all-reduce in flight at once). Every collective waits at
 // most `timeout`: a rank that dies or hangs ends the others' next collective
@@ -34,13 +36,15 @@ struct ProcessGroupOptions {
   int master_port = 29500;
   int rank = 0;
   int world_size = 1;
+  int local_rank = 0;  // nccl: the CUDA device
   // Rendezvous and every collective.
   absl::Duration timeout = absl::Seconds(60);
   int64_t bucket_bytes = int64_t{25} << 20;
 };
 
 // MASTER_ADDR (default 127.0.0.1), MASTER_PORT (default 29500), RANK and
-// WORLD_SIZE (default 0 and 1) from the environment, checked. Read once, by
+// WORLD_SIZE (default 0 and 1), LOCAL_RANK (default RANK) from the
+// environment, checked. Read once, by
 // the verb that starts the learner.
 absl::StatusOr<ProcessGroupOptions> ProcessGroupOptionsFromEnvironment(
     const std::string& backend, absl::Duration timeout);
