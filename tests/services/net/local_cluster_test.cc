@@ -3,13 +3,15 @@
 // restarts the worker and training goes on; `status` reports every role
 // SERVING; `down --local` stops the run with exit code 0. With
 // cluster.learner_ranks 2 the learner is a data-parallel group of two
-// processes (c10d Gloo) that trains, checkpoints its sharded optimizer state
-// and stops cleanly.
+// processes (c10d Gloo) that trains and checkpoints its sharded optimizer
+// state; kill -9 of a rank ends the run with a clear message, and the run
+// resumes from the checkpoint (here on one rank) with versions going on.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <thread>
@@ -95,7 +97,7 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
   EXPECT_EQ(up.Wait(), 0) << up.Log();
 }
 
-TEST(UpLocal, TwoLearnerRanksTrainAsOneDataParallelGroup) {
+TEST(UpLocal, TwoLearnerRanksTrainAKilledRankStopsTheRunWhichResumes) {
   const testutil::TestDir dir;
   const int base = 56000 + static_cast<int>(getpid() % 500) * 8;
   const std::vector<std::string> config = {
@@ -138,12 +140,52 @@ TEST(UpLocal, TwoLearnerRanksTrainAsOneDataParallelGroup) {
   EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-0-of-2.pt").good());
   EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-1-of-2.pt").good());
 
+  // kill -9 of rank 1: the group cannot go on; `up` stops the run with a
+  // clear message (exit 1) instead of hanging.
+  std::smatch m;
+  const std::string out = up.Stdout();
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex("learner rank 1 serving on [^ ]+ \\(pid ([0-9]+)")))
+      << out;
+  ASSERT_EQ(kill(std::stoi(m[1]), SIGKILL), 0);
+  EXPECT_EQ(up.Wait(), 1) << up.Log();
+  EXPECT_NE(up.Log().find("learner rank 1 is gone"), std::string::npos)
+      << up.Log();
+
+  // Resumable from the last checkpoint, here on one rank: the optimizer
+  // shards of two ranks are restored and versions go on from 2.
+  std::vector<std::string> resume_args = up_args;
+  for (auto& a : resume_args) {
+    if (a == "cluster.learner_ranks=2") a = "cluster.learner_ranks=1";
+    if (a == "run.name=dp") a = "run.name=resumed";
+  }
+  resume_args.insert(resume_args.end(),
+                     {"--set", "rl.init_checkpoint=" + ck, "--duration", "60"});
+  RoleProcess again(RLVLA3_BINARY, resume_args, {}, dir.File("again"));
+  ASSERT_TRUE(again.WaitFor("roles running", 180))
+      << again.Stdout() << again.Log();
+  const v1::RoleStatus first = LearnerStatus(rank0);
+  EXPECT_GE(first.policy_version(), 2u);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (LearnerSteps(rank0) < 1 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  EXPECT_GE(LearnerStatus(rank0).policy_version(), 3u);
+  std::ifstream log(dir.path() + "/resumed/logs/learner.log");
+  const std::string text((std::istreambuf_iterator<char>(log)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("training state restored from"), std::string::npos)
+      << text;
   std::vector<std::string> down_args = {"down", "--local"};
   down_args.insert(down_args.end(), config.begin(), config.end());
+  for (auto& a : down_args) {
+    if (a == "run.name=dp") a = "run.name=resumed";
+  }
   RoleProcess down(RLVLA3_BINARY, down_args, {}, dir.File("down"));
   EXPECT_EQ(down.Wait(), 0) << down.Log();
-  EXPECT_EQ(up.Wait(), 0) << up.Log();
+  EXPECT_EQ(again.Wait(), 0) << again.Log();
 }
 
 }  // namespace
 }  // namespace rlvla3
+
