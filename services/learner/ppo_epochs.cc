@@ -37,16 +37,33 @@ LearnerStepStats LearnerCore::StepEpochs() {
   // PPO advantages normalised over the whole global batch: the same numbers
   // whatever order and grouping the samples arrived in.
   double adv_mean = 0, adv_std = 1;
-  if (options_.algorithm != "grpo" && options_.normalize_advantages && n > 0) {
+  // (Every rank takes part in the moments' all-reduce, whatever its n.)
+  if (options_.algorithm != "grpo" && options_.normalize_advantages &&
+      (n > 0 || distributed())) {
     double sum = 0, sq = 0;
     for (const SampleRef& r : batch_) {
       const double a = r.seg->advantages[r.t];
       sum += a;
       sq += a * a;
     }
-    adv_mean = sum / static_cast<double>(n);
-    adv_std = std::sqrt(
-        std::max(0.0, sq / static_cast<double>(n) - adv_mean * adv_mean));
+    double count = static_cast<double>(n);
+    if (distributed() && group_error_.ok()) {
+      // Data-parallel: the moments of the whole global batch, every rank's
+      // samples (the means of the ranks' sums keep their ratios).
+      at::Tensor m = torch::tensor({sum, sq, count}, torch::kDouble);
+      std::vector<at::Tensor> one = {m};
+      if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
+          !s.ok()) {
+        group_error_ = s;
+      }
+      sum = m[0].item<double>();
+      sq = m[1].item<double>();
+      count = m[2].item<double>();
+    }
+    if (count > 0) {
+      adv_mean = sum / count;
+      adv_std = std::sqrt(std::max(0.0, sq / count - adv_mean * adv_mean));
+    }
   }
   const at::Tensor prox_all = torch::cat(batch_prox_);
 

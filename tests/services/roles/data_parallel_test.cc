@@ -90,6 +90,22 @@ TEST(DataParallel, OneTwoAndThreeGlooRanksReachTheSameParameters) {
   EXPECT_GT(MaxAbsDiff(ReadParams(before + ".rank0"), rank0[0]), 1e-3);
 }
 
+TEST(DataParallel, PpoEpochsNormaliseByTheWholeGlobalBatchOnEveryRank) {
+  // Two PPO epochs over the batch with advantages normalised: the moments
+  // are all-reduced, so 1 and 2 ranks take the same steps (per-rank moments
+  // would scale each rank's advantages differently).
+  const testutil::TestDir dir;
+  std::vector<std::vector<float>> rank0;
+  for (int world : {1, 2}) {
+    const std::string out = dir.File("epochs_w" + std::to_string(world));
+    auto ranks = StartRanks(dir, world, BasePort() + world,
+                            {"--steps", "2", "--epochs", "2", "--out", out});
+    for (auto& r : ranks) ASSERT_EQ(r->Wait(), 0) << r->Log() << r->Stdout();
+    rank0.push_back(ReadParams(out + ".rank0"));
+  }
+  EXPECT_LE(MaxAbsDiff(rank0[0], rank0[1]), 1e-4);
+}
+
 // Runs `world` ranks to completion; every one must exit 0.
 void RunRanks(const testutil::TestDir& dir, int world, int port,
               const std::vector<std::string>& args) {

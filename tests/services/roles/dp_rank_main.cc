@@ -8,7 +8,7 @@
 // batches as one that never stopped.
 //
 //   dp_rank --steps 3 --out DIR/params [--stall-at-step K]
-//           [--save CKPT] [--resume CKPT]
+//           [--save CKPT] [--resume CKPT] [--epochs E]
 // --save writes a checkpoint at the end (weights from rank 0, every rank its
 // optimizer shard); --resume starts from one, saved at any world size.
 // With --stall-at-step, rank 1 prints "stalled" before step K and sleeps
@@ -66,10 +66,11 @@ int Fail(const absl::Status& s) {
 }
 
 int Run(int argc, char** argv) {
-  int steps = 3, stall_at = -1;
+  int steps = 3, stall_at = -1, epochs = 1;
   std::string out, save, resume;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--save")) save = argv[i + 1];
+    if (!std::strcmp(argv[i], "--epochs")) epochs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--resume")) resume = argv[i + 1];
     if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--out")) out = argv[i + 1];
@@ -115,7 +116,11 @@ int Run(int argc, char** argv) {
   lo.global_units = kSegments * kDecisions / world;  // this rank's share
   lo.max_policy_lag = 1;
   lo.lr = 1e-2;
-  lo.normalize_advantages = false;  // running moments are per rank
+  // One pass: running advantage moments are per rank (not normalised here).
+  // --epochs E > 1: PPO epochs over the whole batch (one minibatch), the
+  // advantages normalised by the whole global batch's moments.
+  lo.ppo_epochs = epochs;
+  lo.normalize_advantages = epochs > 1;
   LearnerCore core(policy, torch::ones({1, 4}, torch::kLong),
                    torch::full({1}, 4, torch::kLong), lo, version,
                    reducer->get());
