@@ -188,4 +188,3 @@ TEST(UpLocal, TwoLearnerRanksTrainAKilledRankStopsTheRunWhichResumes) {
 
 }  // namespace
 }  // namespace rlvla3
-
