@@ -146,6 +146,32 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> JoinLearnerGroup(
   return ConnectProcessGroup(*o);
 }
 
+// Envs whose segments go to one learner rank together: a GRPO group.
+int RouteBlock(const Config& c) {
+  return c.rl.algorithm == "grpo" ? static_cast<int>(c.rl.grpo_group_size) : 1;
+}
+
+// Segments are routed to learner ranks by global env id (in blocks of
+// RouteBlock envs): every rank must get the same number of envs, or a rank
+// starves while the others wait for it in the gradient all-reduce.
+absl::Status CheckRanksGetEqualShares(const Config& c, int global_envs,
+                                      size_t ranks) {
+  const int block = RouteBlock(c);
+  if (ranks <= 1) return absl::OkStatus();
+  if (global_envs % block != 0 ||
+      (global_envs / block) % static_cast<int>(ranks) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(global_envs,
+                     " envs (cluster.rollout_workers x env.num_envs) in "
+                     "blocks of ",
+                     block,
+                     " (rl.grpo_group_size for GRPO, else 1) do not "
+                     "split evenly over ",
+                     ranks, " learner ranks"));
+  }
+  return absl::OkStatus();
+}
+
 // The learner role's options in a process: its share of the global batch,
 // its checkpoints and what it resumes from.
 absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
@@ -159,6 +185,11 @@ absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
         " units: rl.global_batch x cluster.rollout_workers) does not split "
         "evenly over ",
         world, " ranks"));
+  }
+  if (absl::Status st = CheckRanksGetEqualShares(c, s.global_envs,
+                                                 static_cast<size_t>(world));
+      !st.ok()) {
+    return st;
   }
   lo.core.global_units = global / world;
   lo.whole_batch = s.options.sync;  // sync: train once the batch is complete
@@ -405,8 +436,13 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   SegmentClientOptions sc;
   sc.targets = f.learner_ranks;
   // GRPO: a group's episodes must meet on one learner rank.
-  sc.route_block =
-      c.rl.algorithm == "grpo" ? static_cast<int>(c.rl.grpo_group_size) : 1;
+  sc.route_block = RouteBlock(c);
+  sc.first_env_id = offset;
+  if (absl::Status st =
+          CheckRanksGetEqualShares(c, s.global_envs, f.learner_ranks.size());
+      !st.ok()) {
+    return Fail("rollout", st);
+  }
   sc.shape = s.options.segment_shape;
   sc.pool = 2 * envs + 4;
   sc.in_flight = 4;

@@ -636,7 +636,9 @@ void LearnerCore::FinishUpdate(LearnerStepStats* st) {
     st->step_kl = MeasureStepKl();
     if (distributed() && group_error_.ok()) {
       // Every rank adapts the rate alike: the KL over the whole batch.
-      at::Tensor kl = torch::full({1}, st->step_kl, torch::kDouble);
+      at::Tensor kl = torch::full(
+          {1}, st->step_kl,
+          torch::TensorOptions(torch::kDouble).device(params_[0].device()));
       std::vector<at::Tensor> one = {kl};
       if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
           !s.ok()) {

@@ -105,20 +105,22 @@ class NcclReducer final : public GradientReducer {
         !s.ok()) {
       return s;
     }
+    // Done (or timed out) first: a copy into pageable memory would block
+    // past the timeout on a dead peer.
+    if (absl::Status s = Finish("step agreement"); !s.ok()) return s;
     int any = 0;
-    if (cudaError_t e = cudaMemcpyAsync(&any, flag_, sizeof(int),
-                                        cudaMemcpyDeviceToHost, stream_);
+    if (cudaError_t e =
+            cudaMemcpy(&any, flag_, sizeof(int), cudaMemcpyDeviceToHost);
         e != cudaSuccess) {
       return CudaError("flag copy", e);
     }
-    if (absl::Status s = Finish("step agreement"); !s.ok()) return s;
     return any > 0;
   }
 
   absl::Status Broadcast(absl::Span<at::Tensor> tensors, int root) override {
     if (absl::Status s = Begin(tensors); !s.ok()) return s;
     BucketSet& set = buckets_.Get(root, tensors);
-    if (absl::Status s = LaunchBroadcast(set, tensors, root); !s.ok()) {
+    if (absl::Status s = LaunchBroadcast(set, tensors, root, false); !s.ok()) {
       return s;
     }
     if (absl::Status s = Finish("broadcast"); !s.ok()) return s;
@@ -142,13 +144,16 @@ class NcclReducer final : public GradientReducer {
     for (int r = 0; r < options_.world_size && launched.ok(); ++r) {
       if (by_owner[r].empty()) continue;
       sets[r] = &buckets_.Get(r, by_owner[r]);
-      launched = LaunchBroadcast(*sets[r], absl::MakeSpan(by_owner[r]), r);
+      launched =
+          LaunchBroadcast(*sets[r], absl::MakeSpan(by_owner[r]), r, true);
     }
-    if (ncclResult_t r = ncclGroupEnd();
-        r != ncclSuccess && r != ncclInProgress) {
-      return NcclError("parameter gather", r);
+    const ncclResult_t ended = ncclGroupEnd();
+    if (ended != ncclSuccess && ended != ncclInProgress) {
+      return NcclError("parameter gather", ended);
     }
     if (!launched.ok()) return launched;
+    // Non-blocking: the group is enqueued only once the communicator says so.
+    if (absl::Status s = AwaitComm("parameter gather"); !s.ok()) return s;
     if (absl::Status s = Finish("parameter gather"); !s.ok()) return s;
     for (int r = 0; r < options_.world_size; ++r) {
       if (sets[r] == nullptr) continue;
@@ -177,34 +182,35 @@ class NcclReducer final : public GradientReducer {
     }
     return absl::OkStatus();
   }
+  // `grouped`: between ncclGroupStart/End, which enqueues them all at once.
   absl::Status LaunchBroadcast(BucketSet& set, absl::Span<at::Tensor> tensors,
-                               int root) {
+                               int root, bool grouped) {
     for (Bucket& b : set.buckets()) {
       if (options_.rank == root) BucketSet::Pack(b, tensors);
       absl::StatusOr<ncclDataType_t> type = NcclType(b.flat);
       if (!type.ok()) return type.status();
-      if (absl::Status s = Issue("broadcast",
-                                 [&] {
-                                   return ncclBroadcast(
-                                       b.flat.data_ptr(), b.flat.data_ptr(),
-                                       static_cast<size_t>(b.flat.numel()),
-                                       *type, root, comm_, stream_);
-                                 });
-          !s.ok()) {
+      auto launch = [&] {
+        return ncclBroadcast(b.flat.data_ptr(), b.flat.data_ptr(),
+                             static_cast<size_t>(b.flat.numel()), *type, root,
+                             comm_, stream_);
+      };
+      if (absl::Status s = Issue("broadcast", launch, !grouped); !s.ok()) {
         return s;
       }
     }
     return absl::OkStatus();
   }
-  // Calls an NCCL function of the non-blocking communicator and waits until
-  // it has been enqueued.
+  // Calls an NCCL function of the non-blocking communicator and (unless in a
+  // group) waits until it has been enqueued.
   template <typename F>
-  absl::Status Issue(const char* what, F&& f) {
+  absl::Status Issue(const char* what, F&& f, bool await = true) {
+    if (comm_ == nullptr) return Aborted(what);
     ncclResult_t r = f();
     if (r != ncclSuccess && r != ncclInProgress) return NcclError(what, r);
-    return AwaitComm(what);
+    return await ? AwaitComm(what) : absl::OkStatus();
   }
   absl::Status AwaitComm(const char* what) {
+    if (comm_ == nullptr) return Aborted(what);
     const auto deadline =
         Clock::now() + absl::ToChronoNanoseconds(options_.timeout);
     for (;;) {
@@ -235,6 +241,11 @@ class NcclReducer final : public GradientReducer {
       if (Clock::now() > deadline) return Abort(what, ncclInProgress);
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+  }
+  static absl::Status Aborted(const char* what) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("learner group (nccl): ", what,
+                     ": the communicator was aborted by an earlier failure"));
   }
   absl::Status Abort(const char* what, ncclResult_t why) {
     ncclCommAbort(comm_);
@@ -267,7 +278,19 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> MakeNcclReducer(
         "learner group (nccl): unique id of ", unique_id.size(), " bytes"));
   }
   std::copy(unique_id.begin(), unique_id.end(), id.internal);
-  if (cudaError_t e = cudaSetDevice(o.device); e != cudaSuccess) {
+  // LOCAL_RANK (default RANK) modulo this machine's devices: with one GPU
+  // per pod that is device 0 whatever the rank.
+  int devices = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&devices); e != cudaSuccess) {
+    return CudaError("cudaGetDeviceCount", e);
+  }
+  if (devices == 0) {
+    return absl::FailedPreconditionError(
+        "learner group (nccl): no CUDA device on this machine");
+  }
+  NcclGroupOptions opts = o;
+  opts.device = o.device % devices;
+  if (cudaError_t e = cudaSetDevice(opts.device); e != cudaSuccess) {
     return CudaError("cudaSetDevice", e);
   }
   cudaStream_t stream = nullptr;
@@ -291,7 +314,7 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> MakeNcclReducer(
     cudaStreamDestroy(stream);
     return NcclError("rendezvous", r);
   }
-  auto reducer = std::make_unique<NcclReducer>(o, comm, stream, flag);
+  auto reducer = std::make_unique<NcclReducer>(opts, comm, stream, flag);
   // Every rank has joined once the communicator is ready and one collective
   // went through.
   if (absl::Status s = reducer->AwaitReady(); !s.ok()) return s;

@@ -57,9 +57,11 @@ absl::StatusOr<int> ShardWorld(const std::string& dir) {
   std::error_code ec;
   int world = 0;
   for (const auto& e : fs::directory_iterator(folder, ec)) {
-    int r = 0, w = 0;
-    if (std::sscanf(e.path().filename().c_str(), "shard-%d-of-%d.pt", &r, &w) ==
-        2) {
+    int r = 0, w = 0, end = 0;
+    const std::string name = e.path().filename().string();
+    // Exactly shard-R-of-W.pt (not a .tmp a crash left behind).
+    if (std::sscanf(name.c_str(), "shard-%d-of-%d.pt%n", &r, &w, &end) == 2 &&
+        static_cast<size_t>(end) == name.size()) {
       if (world != 0 && w != world) {
         return absl::FailedPreconditionError(
             absl::StrCat(folder.string(), ": shards of world sizes ", world,

@@ -32,8 +32,15 @@ LearnerStepStats LearnerCore::StepEpochs() {
   st.lag_max = lag_max_;
   st.lag_mean = n > 0 ? lag_sum_ / static_cast<double>(n) : 0;
   const int epochs = options_.ppo_epochs;
-  const int minibatches =
+  int minibatches =
       static_cast<int>(std::min<int64_t>(options_.minibatches, n));
+  if (distributed() && group_error_.ok()) {
+    // Every rank must take as many optimizer steps (GRPO shares differ in
+    // samples): one minibatch on every rank when any has too few samples.
+    absl::StatusOr<bool> few = reducer_->AnyOf(n < options_.minibatches);
+    if (!few.ok()) group_error_ = few.status();
+    minibatches = few.ok() && !*few ? options_.minibatches : 1;
+  }
   // PPO advantages normalised over the whole global batch: the same numbers
   // whatever order and grouping the samples arrived in.
   double adv_mean = 0, adv_std = 1;
@@ -50,15 +57,17 @@ LearnerStepStats LearnerCore::StepEpochs() {
     if (distributed() && group_error_.ok()) {
       // Data-parallel: the moments of the whole global batch, every rank's
       // samples (the means of the ranks' sums keep their ratios).
-      at::Tensor m = torch::tensor({sum, sq, count}, torch::kDouble);
+      at::Tensor m = torch::tensor({sum, sq, count}, torch::kDouble)
+                         .to(params_[0].device());
       std::vector<at::Tensor> one = {m};
       if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
           !s.ok()) {
         group_error_ = s;
       }
-      sum = m[0].item<double>();
-      sq = m[1].item<double>();
-      count = m[2].item<double>();
+      const at::Tensor host = m.cpu();
+      sum = host[0].item<double>();
+      sq = host[1].item<double>();
+      count = host[2].item<double>();
     }
     if (count > 0) {
       adv_mean = sum / count;

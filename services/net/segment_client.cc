@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> GrpcSegmentChannel::Create(
         options.targets[i], channels[i], net, options.in_flight));
   }
   c->route_block_ = options.route_block;
+  c->first_env_id_ = options.first_env_id;
   for (auto& s : c->streams_) s->Begin();
   return c;
 }
@@ -163,7 +164,8 @@ RolloutSegment* GrpcSegmentChannel::Acquire() { return pool_->Acquire(); }
 
 absl::Status GrpcSegmentChannel::Push(RolloutSegment* segment) {
   const size_t rank =
-      static_cast<size_t>(segment->env_id / route_block_) % streams_.size();
+      static_cast<size_t>((first_env_id_ + segment->env_id) / route_block_) %
+      streams_.size();
   const absl::Status s = streams_[rank]->Push(*segment);
   pool_->Release(segment);  // encoded (or refused): ownership ends here
   return s;

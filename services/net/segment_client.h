@@ -10,8 +10,9 @@
 //
 // A data-parallel learner has several ranks, each with its own intake: with
 // several targets, one stream each, a segment goes to rank
-// (env_id / route_block) % ranks, so an env's segments (and, with
-// route_block = the GRPO group size, a whole group) always meet on one rank.
+// (global env id / route_block) % ranks, so an env's segments (and, with
+// route_block = the GRPO group size, a whole group) always meet on one rank
+// and every worker's envs spread over all ranks.
 //
 // Example:
 //   auto ch = GrpcSegmentChannel::Create(options, net);
@@ -34,6 +35,7 @@ namespace rlvla3 {
 struct SegmentClientOptions {
   std::vector<std::string> targets;  // the learner's ranks, host:port each
   int route_block = 1;               // envs routed together
+  int first_env_id = 0;  // global id of this worker's env 0 (routing)
   SegmentShape shape;
   int pool = 8;       // local segments being filled
   int in_flight = 4;  // encoded segments queued or being written
@@ -60,6 +62,7 @@ class GrpcSegmentChannel final : public SegmentChannel {
   std::unique_ptr<SegmentPool> pool_;
   std::vector<std::unique_ptr<Stream>> streams_;  // one per learner rank
   int route_block_ = 1;
+  int first_env_id_ = 0;
 };
 
 }  // namespace rlvla3
