@@ -7,6 +7,7 @@
 // 1 says what the all-reduce and the parameter gather cost.
 //
 //   learner_scaling [--ranks 1,2] [--steps 8] [--per-rank-batch 128]
+//                   [--overlap 0|1]   (all-reduce during the last backward)
 //
 // Prints a table and a JSON line. It starts itself once per rank (with
 // --rank-of WORLD and RANK, MASTER_ADDR, MASTER_PORT, WORLD_SIZE set).
@@ -44,6 +45,7 @@ struct Flags {
   int steps = 8;
   int per_rank_batch = 128;  // samples per rank per optimizer step
   bool is_rank = false;
+  bool overlap = true;  // all-reduce overlapped with the last backward
 };
 
 SegmentShape Shape(const TinyVLAOptions& o) {
@@ -98,6 +100,7 @@ int RunRank(const Flags& f) {
   lo.global_units = f.per_rank_batch;
   lo.max_policy_lag = 1;
   lo.normalize_advantages = false;
+  lo.overlap_allreduce = f.overlap;
   LearnerCore core(policy, torch::ones({1, to.max_text_len()}, torch::kLong),
                    torch::full({1}, 4, torch::kLong), lo, 0, reducer->get());
   if (!core.SyncParameters().ok()) return 1;
@@ -151,7 +154,9 @@ bool RunWorld(const char* self, const Flags& f, int world, int port,
                                      "--steps",
                                      std::to_string(f.steps),
                                      "--per-rank-batch",
-                                     std::to_string(f.per_rank_batch)};
+                                     std::to_string(f.per_rank_batch),
+                                     "--overlap",
+                                     f.overlap ? "1" : "0"};
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -204,6 +209,9 @@ bool Parse(int argc, char** argv, Flags* f) {
       if (!absl::SimpleAtoi(v, &f->per_rank_batch) ||
           f->per_rank_batch < kDecisions || f->per_rank_batch % kDecisions)
         return false;
+    } else if (k == "--overlap") {
+      if (v != "0" && v != "1") return false;
+      f->overlap = v == "1";
     } else if (k == "--rank-of") {
       f->is_rank = true;
     } else {
@@ -218,7 +226,7 @@ int Main(int argc, char** argv) {
   if (!Parse(argc, argv, &f)) {
     std::fprintf(stderr,
                  "usage: learner_scaling [--ranks 1,2] [--steps N] "
-                 "[--per-rank-batch B (a multiple of %d)]\n",
+                 "[--per-rank-batch B (a multiple of %d)] [--overlap 0|1]\n",
                  kDecisions);
     return 2;
   }
@@ -226,8 +234,10 @@ int Main(int argc, char** argv) {
   std::printf(
       "learner scaling: TinyVLA (default size), 64x64, PPO, %d "
       "samples per rank per step, c10d Gloo on loopback, 1 intra-op "
-      "thread per rank, %ld cores\n",
-      f.per_rank_batch, sysconf(_SC_NPROCESSORS_ONLN));
+      "thread per rank, all-reduce overlapped with backward: %s, %ld "
+      "cores\n",
+      f.per_rank_batch, f.overlap ? "yes" : "no",
+      sysconf(_SC_NPROCESSORS_ONLN));
   std::printf("%6s %12s %12s %12s\n", "ranks", "step s", "samples/s",
               "efficiency");
   double base = 0;

@@ -67,6 +67,52 @@ class GlooReducer final : public GradientReducer {
     });
   }
 
+  // Overlap: buckets over the parameters in reverse order (autograd makes
+  // the last layers' gradients first), launched in that fixed order as soon
+  // as each is complete.
+  void OverlapBegin(absl::Span<const at::Tensor> params) override {
+    rev_.assign(params.rbegin(), params.rend());
+    overlap_ = &buckets_.Get(kOverlap, rev_);
+    const std::vector<Bucket>& bs = overlap_->buckets();
+    slot_.resize(params.size());
+    pending_.assign(bs.size(), 0);
+    for (size_t b = 0; b < bs.size(); ++b) {
+      for (size_t k = 0; k < bs[b].numels.size(); ++k) {
+        slot_[params.size() - 1 - (bs[b].first + k)] = {b, k};
+      }
+      pending_[b] = static_cast<int>(bs[b].numels.size());
+    }
+    reported_.assign(params.size(), false);
+    works_.clear();
+    launched_ = 0;
+    overlap_error_ = absl::OkStatus();
+  }
+
+  void OverlapReady(size_t index, const at::Tensor& grad) override {
+    if (overlap_ == nullptr || reported_[index]) return;
+    Fill(index, grad);
+  }
+
+  absl::Status OverlapFinish(absl::Span<at::Tensor> grads) override {
+    if (overlap_ == nullptr) return AllReduceMean(grads);
+    // What autograd did not report (no gradient this pass) goes as it is.
+    for (size_t i = 0; i < grads.size(); ++i) {
+      if (!reported_[i]) Fill(i, grads[i]);
+    }
+    BucketSet* set = overlap_;
+    overlap_ = nullptr;
+    if (!overlap_error_.ok()) return overlap_error_;
+    std::vector<at::Tensor> rev(grads.rbegin(), grads.rend());  // shares
+    return Collective("gradient all-reduce", [&] {
+      for (size_t b = 0; b < works_.size(); ++b) {
+        Wait(works_[b]);
+        Bucket& bucket = set->buckets()[b];
+        bucket.flat.div_(static_cast<double>(options_.world_size));
+        BucketSet::Unpack(bucket, absl::MakeSpan(rev));
+      }
+    });
+  }
+
   absl::StatusOr<bool> AnyOf(bool local) override {
     flag_.fill_(local ? 1 : 0);
     absl::Status s = Collective("step agreement", [&] {
@@ -116,7 +162,27 @@ class GlooReducer final : public GradientReducer {
   }
 
  private:
-  static constexpr int kAllReduce = -1;
+  static constexpr int kAllReduce = -1, kOverlap = -2;
+
+  // Copies parameter `index`'s final gradient into its bucket; launches the
+  // buckets that are complete, in order.
+  void Fill(size_t index, const at::Tensor& grad) {
+    reported_[index] = true;
+    const auto [b, k] = slot_[index];
+    Bucket& bucket = overlap_->buckets()[b];
+    bucket.flat.narrow(0, bucket.offsets[k], bucket.numels[k])
+        .copy_(grad.reshape(-1));
+    --pending_[b];
+    while (launched_ < pending_.size() && pending_[launched_] == 0 &&
+           overlap_error_.ok()) {
+      Bucket& ready = overlap_->buckets()[launched_];
+      overlap_error_ = Collective("gradient all-reduce", [&] {
+        std::vector<at::Tensor> one = {ready.flat};
+        works_.push_back(group_->allreduce(one));
+      });
+      ++launched_;
+    }
+  }
 
   void Wait(const c10::intrusive_ptr<c10d::Work>& w) {
     w->wait(
@@ -137,6 +203,15 @@ class GlooReducer final : public GradientReducer {
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
   BucketCache buckets_{options_.bucket_bytes};
+  // The overlapped all-reduce in progress (OverlapBegin .. OverlapFinish).
+  BucketSet* overlap_ = nullptr;
+  std::vector<at::Tensor> rev_;                  // parameters, reversed
+  std::vector<std::pair<size_t, size_t>> slot_;  // (bucket, k) per index
+  std::vector<int> pending_;                     // unfilled, per bucket
+  std::vector<bool> reported_;
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+  size_t launched_ = 0;
+  absl::Status overlap_error_;
   at::Tensor flag_ = torch::zeros({1}, torch::kInt32);
 };
 

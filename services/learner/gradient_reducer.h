@@ -45,6 +45,19 @@ class GradientReducer {
   // (owners[i] for tensors[i]; optimizer_shards.h assigns them).
   virtual absl::Status GatherShards(absl::Span<at::Tensor> tensors,
                                     absl::Span<const int> owners) = 0;
+
+  // All-reduce overlapped with the step's last backward pass: OverlapBegin
+  // before it (the parameters, in order), OverlapReady from the autograd
+  // hooks as each gradient becomes final (its whole accumulated value), then
+  // OverlapFinish with every gradient after it: the mean over the ranks, as
+  // AllReduceMean would give. Buckets start as soon as they are complete, in
+  // a fixed order (the same collectives on every rank whatever order autograd
+  // takes). Without overlap support (the default) it is AllReduceMean.
+  virtual void OverlapBegin(absl::Span<const at::Tensor> params) {}
+  virtual void OverlapReady(size_t index, const at::Tensor& grad) {}
+  virtual absl::Status OverlapFinish(absl::Span<at::Tensor> grads) {
+    return AllReduceMean(grads);
+  }
 };
 
 // World size 1: every call is a no-op.

@@ -431,7 +431,7 @@ void LearnerCore::TrainMicroBatch() {
   EvalResult e = policy_->Evaluate(mb.in, mb.tokens);
   PpoLossTerms terms = Loss(mb, e, at::Tensor(), adv);
   at::Tensor loss = terms.loss * loss_scale_;
-  loss.backward();
+  Backward(loss, units_trained_ >= options_.global_units);
 
   sums_.Add(terms, loss.detach());
   for (const SampleRef& r : batch) {
@@ -471,6 +471,29 @@ void LearnerCore::LossSums::Add(const PpoLossTerms& t, const at::Tensor& loss) {
 at::Tensor LearnerCore::LossSums::Pack() const {
   return torch::stack(std::vector<at::Tensor>(v, v + kFields))
       .to(torch::kDouble);
+}
+
+void LearnerCore::Backward(const at::Tensor& loss, bool last_of_step) {
+  if (!last_of_step || !distributed() || !group_error_.ok() ||
+      !options_.overlap_allreduce) {
+    loss.backward();
+    return;
+  }
+  reducer_->OverlapBegin(params_);
+  std::vector<std::pair<size_t, unsigned>> hooks;
+  hooks.reserve(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    // A leaf's hook sees its gradient before accumulation: the final value
+    // is what earlier micro-batches accumulated plus this one.
+    hooks.emplace_back(i,
+                       params_[i].register_hook([this, i](const at::Tensor& g) {
+                         const at::Tensor& acc = params_[i].grad();
+                         reducer_->OverlapReady(i, acc.defined() ? acc + g : g);
+                       }));
+  }
+  loss.backward();
+  for (const auto& [i, h] : hooks) params_[i].remove_hook(h);
+  overlapped_ = true;
 }
 
 void LearnerCore::ZeroGradients() {
@@ -547,11 +570,12 @@ at::Tensor LearnerCore::ClipGradients() {
       if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
       all.push_back(p.grad());
     }
-    if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(all));
-        !s.ok()) {
-      group_error_ = s;
-    }
+    const absl::Status s = overlapped_
+                               ? reducer_->OverlapFinish(absl::MakeSpan(all))
+                               : reducer_->AllReduceMean(absl::MakeSpan(all));
+    if (!s.ok()) group_error_ = s;
   }
+  overlapped_ = false;
   std::vector<at::Tensor> grads, norms;
   for (const auto& p : params_) {
     if (!p.grad().defined()) continue;

@@ -69,6 +69,9 @@ struct LearnerOptions {
   // rewards it often holds no reward at all, and normalising it would turn
   // value noise into a full-size gradient).
   bool normalize_advantages = true;
+  // Data-parallel: all-reduce gradient buckets while the step's last
+  // backward pass still runs (GradientReducer::OverlapBegin).
+  bool overlap_allreduce = true;
   int64_t critic_warmup_steps = 0;  // PPO: value loss only for these steps
   // Adaptive step size (as rsl_rl's PPO): after each optimizer step the
   // policy change is measured as KL(before || after) per decision on the last
@@ -232,6 +235,9 @@ class LearnerCore {
   // parallel) every rank gathers the others' updated parameters.
   void StepOptimizer();
   void ZeroGradients();
+  // loss.backward(); the step's last one (data-parallel) hands each final
+  // gradient to the reducer as autograd produces it (overlap).
+  void Backward(const at::Tensor& loss, bool last_of_step);
   bool distributed() const {
     return reducer_ != nullptr && reducer_->world_size() > 1;
   }
@@ -259,6 +265,7 @@ class LearnerCore {
   std::vector<at::Tensor> params_;      // every trainable parameter
   GradientReducer* reducer_ = nullptr;  // data-parallel ranks; null: alone
   std::vector<int> owners_;  // the rank whose optimizer updates params_[i]
+  bool overlapped_ = false;  // the reducer holds this step's gradients
   absl::Status group_error_;
   at::Tensor text_, text_len_;
   LearnerOptions options_;

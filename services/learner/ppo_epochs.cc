@@ -109,7 +109,7 @@ LearnerStepStats LearnerCore::StepEpochs() {
         EvalResult e = policy_->Evaluate(mb.in, mb.tokens);
         PpoLossTerms terms = Loss(mb, e, prox, adv);
         const at::Tensor loss = terms.loss * loss_scale_;
-        loss.backward();
+        Backward(loss, /*last_of_step=*/j == hi);
         mb_loss = mb_loss + loss.detach();
         sums.Add(terms, loss.detach());
       }
