@@ -519,8 +519,22 @@ void LearnerCore::StepOptimizer() {
 absl::Status LearnerCore::SaveTrainingState(const std::string& dir) {
   const int rank = distributed() ? reducer_->rank() : 0;
   const int world = distributed() ? reducer_->world_size() : 1;
-  return SaveOptimizerShard(dir, *optimizer_, params_, owners_, rank, world,
-                            {version_, steps_taken_, lr_});
+  absl::Status s = SaveOptimizerShard(dir, *optimizer_, params_, owners_, rank,
+                                      world, {version_, steps_taken_, lr_});
+  // Complete only once every rank's shard is written: the ranks agree (a
+  // barrier too), then rank 0 marks the checkpoint.
+  absl::StatusOr<bool> failed =
+      distributed() ? reducer_->AnyOf(!s.ok()) : absl::StatusOr<bool>(!s.ok());
+  if (!failed.ok()) {
+    if (group_error_.ok()) group_error_ = failed.status();
+    return failed.status();
+  }
+  if (!s.ok()) return s;
+  if (*failed) {
+    return absl::AbortedError(absl::StrCat(
+        dir, ": another rank could not write its optimizer shard"));
+  }
+  return rank == 0 ? MarkOptimizerShardsComplete(dir, world) : absl::OkStatus();
 }
 
 absl::Status LearnerCore::LoadTrainingState(const std::string& dir) {

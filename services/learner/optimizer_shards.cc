@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <numeric>
 #include <type_traits>
@@ -181,13 +182,31 @@ absl::Status SaveOptimizerShard(const std::string& dir,
   return absl::OkStatus();
 }
 
+absl::Status MarkOptimizerShardsComplete(const std::string& dir,
+                                         int world_size) {
+  const std::string path = dir + "/optimizer/COMPLETE";
+  std::ofstream f(path, std::ios::trunc);
+  f << "shards " << world_size << "\n";
+  f.close();
+  if (!f) {
+    return absl::InternalError(absl::StrCat("cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LearnerTrainingState> LoadOptimizerShards(
     const std::string& dir, torch::optim::AdamW& optimizer,
     absl::Span<const at::Tensor> params, absl::Span<const int> owners,
     int rank) {
   absl::StatusOr<int> world = ShardWorld(dir);
   if (!world.ok()) return world.status();
-  LearnerTrainingState out;
+  if (!fs::exists(dir + "/optimizer/COMPLETE")) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dir,
+        "/optimizer: incomplete (no COMPLETE mark: a rank stopped while "
+        "the checkpoint was written); resume from an earlier one"));
+  }
+  LearnerTrainingState out, first;
   for (int r = 0; r < *world; ++r) {
     const std::string path = ShardPath(dir, r, *world);
     if (!fs::exists(path)) {
@@ -200,6 +219,12 @@ absl::StatusOr<LearnerTrainingState> LoadOptimizerShards(
               LoadShard(path, optimizer, params, owners, rank, &out);
           !s.ok()) {
         return s;
+      }
+      if (r == 0) first = out;
+      if (out.version != first.version) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path, ": version ", out.version, ", shard 0's is ",
+                         first.version, " (shards of different checkpoints)"));
       }
     } catch (const std::exception& e) {
       return absl::DataLossError(

@@ -59,9 +59,15 @@ absl::Status SaveOptimizerShard(const std::string& dir,
                                 int world_size,
                                 const LearnerTrainingState& state);
 
+// Marks DIR/optimizer complete (DIR/optimizer/COMPLETE, naming the world
+// size): call on one rank once every rank's shard is written.
+absl::Status MarkOptimizerShardsComplete(const std::string& dir,
+                                         int world_size);
+
 // Reads every shard of DIR/optimizer (written at any world size; all of them
-// must be there) and restores the state of the parameters this rank owns now
-// (owners[i] == rank). Errors name the file and the parameter.
+// must be there, and the COMPLETE mark) and restores the state of the
+// parameters this rank owns now (owners[i] == rank). Errors name the file and
+// the parameter.
 absl::StatusOr<LearnerTrainingState> LoadOptimizerShards(
     const std::string& dir, torch::optim::AdamW& optimizer,
     absl::Span<const at::Tensor> params, absl::Span<const int> owners,

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -125,6 +126,22 @@ TEST(DataParallel, ShardedCheckpointSavedAtTwoRanksResumesAtOneAndThree) {
            {"--steps", "3", "--out", dir.File("first"), "--save", ck});
   ASSERT_TRUE(std::ifstream(ck + "/optimizer/shard-0-of-2.pt").good());
   ASSERT_TRUE(std::ifstream(ck + "/optimizer/shard-1-of-2.pt").good());
+  {
+    // Without the COMPLETE mark (a rank stopped mid-write) it is refused.
+    const std::string partial = dir.File("partial");
+    std::filesystem::create_directories(partial + "/optimizer");
+    std::filesystem::copy(ck + "/model.safetensors", partial);
+    std::filesystem::copy(ck + "/model.json", partial);
+    std::filesystem::copy(ck + "/optimizer/shard-0-of-2.pt",
+                          partial + "/optimizer");
+    std::filesystem::copy(ck + "/optimizer/shard-1-of-2.pt",
+                          partial + "/optimizer");
+    auto r = StartRanks(dir, 1, BasePort() + 5,
+                        {"--steps", "1", "--out", dir.File("partial_out"),
+                         "--resume", partial});
+    EXPECT_EQ(r[0]->Wait(), 1);
+    EXPECT_NE(r[0]->Log().find("incomplete"), std::string::npos) << r[0]->Log();
+  }
   for (int world : {1, 3}) {
     const std::string out = dir.File("resumed_w" + std::to_string(world));
     auto ranks = StartRanks(dir, world, BasePort() + world,
