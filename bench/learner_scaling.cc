@@ -9,12 +9,9 @@
 //   learner_scaling [--ranks 1,2] [--steps 8] [--per-rank-batch 128]
 //                   [--overlap 0|1]   (all-reduce during the last backward)
 //
-// Prints a table and a JSON line. It starts itself once per rank (with
+// Prints a table and a JSON line. It starts itself once per rank (ChildProcess,
+// with
 // --rank-of WORLD and RANK, MASTER_ADDR, MASTER_PORT, WORLD_SIZE set).
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -22,18 +19,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "policies/tiny_vla_policy.h"
+#include "services/child_process.h"
 #include "services/learner/c10d_reducer.h"
 #include "services/learner/learner_core.h"
-
-extern char** environ;
 
 namespace rlvla3 {
 namespace {
@@ -137,60 +136,48 @@ int RunRank(const Flags& f) {
 }
 
 // Starts `world` ranks of this program and reads rank 0's result.
-bool RunWorld(const char* self, const Flags& f, int world, int port,
-              double* step_s, double* sps) {
-  const std::string out = "/tmp/learner_scaling_" + std::to_string(getpid());
-  std::vector<pid_t> pids;
+bool RunWorld(const Flags& f, int world, int port, double* step_s,
+              double* sps) {
+  const std::string log_dir = std::filesystem::temp_directory_path() /
+                              ("learner_scaling_" + std::to_string(getpid()));
+  std::error_code ec;
+  std::filesystem::create_directories(log_dir, ec);
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < world; ++r) {
-    std::vector<std::string> env;
-    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
-    env.push_back("MASTER_ADDR=127.0.0.1");
-    env.push_back("MASTER_PORT=" + std::to_string(port));
-    env.push_back("RANK=" + std::to_string(r));
-    env.push_back("WORLD_SIZE=" + std::to_string(world));
-    std::vector<std::string> args = {self,
-                                     "--rank-of",
-                                     std::to_string(world),
-                                     "--steps",
-                                     std::to_string(f.steps),
-                                     "--per-rank-batch",
-                                     std::to_string(f.per_rank_batch),
-                                     "--overlap",
-                                     f.overlap ? "1" : "0"};
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (r == 0) {
-      posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ranks.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/proc/self/exe", "--rank-of",
+                                 std::to_string(world), "--steps",
+                                 std::to_string(f.steps), "--per-rank-batch",
+                                 std::to_string(f.per_rank_batch), "--overlap",
+                                 f.overlap ? "1" : "0"},
+        log_dir + "/rank" + std::to_string(r) + ".log",
+        std::vector<std::string>{"MASTER_ADDR=127.0.0.1",
+                                 "MASTER_PORT=" + std::to_string(port),
+                                 "RANK=" + std::to_string(r),
+                                 "WORLD_SIZE=" + std::to_string(world)}));
+    if (absl::Status s = ranks.back()->Start(); !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      return false;  // the started ranks are stopped with their handles
     }
-    pid_t pid = 0;
-    const int rc =
-        posix_spawn(&pid, self, &fa, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      std::fprintf(stderr, "spawn: %s\n", std::strerror(rc));
-      for (pid_t p : pids) kill(p, SIGKILL);
-      return false;
-    }
-    pids.push_back(pid);
   }
   bool ok = true;
-  for (pid_t p : pids) {
-    int status = 0;
-    ok = waitpid(p, &status, 0) == p && WIFEXITED(status) &&
-         WEXITSTATUS(status) == 0 && ok;
+  for (auto& r : ranks) {
+    while (!r->Poll())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (r->exit_code() != 0) {
+      std::fprintf(stderr, "%s: %s\n", r->log_path().c_str(),
+                   r->HowItEnded().c_str());
+      ok = false;
+    }
   }
-  FILE* in = std::fopen(out.c_str(), "r");
-  ok = ok && in != nullptr &&
-       std::fscanf(in, "RESULT %lf %lf", step_s, sps) == 2;
-  if (in != nullptr) std::fclose(in);
-  std::remove(out.c_str());
-  return ok;
+  std::ifstream in(ranks[0]->log_path());
+  std::string line;
+  bool found = false;
+  while (ok && !found && std::getline(in, line)) {
+    found = std::sscanf(line.c_str(), "RESULT %lf %lf", step_s, sps) == 2;
+  }
+  std::filesystem::remove_all(log_dir, ec);
+  return ok && found;
 }
 
 bool Parse(int argc, char** argv, Flags* f) {
@@ -245,8 +232,7 @@ int Main(int argc, char** argv) {
   const int port = 29000 + static_cast<int>(getpid() % 1000);
   for (size_t i = 0; i < f.ranks.size(); ++i) {
     double step_s = 0, sps = 0;
-    if (!RunWorld(argv[0], f, f.ranks[i], port + static_cast<int>(i), &step_s,
-                  &sps)) {
+    if (!RunWorld(f, f.ranks[i], port + static_cast<int>(i), &step_s, &sps)) {
       std::fprintf(stderr, "learner_scaling: %d ranks failed\n", f.ranks[i]);
       return 1;
     }

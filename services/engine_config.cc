@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,14 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   l.text_len = text_len;
   l.nice = static_cast<int>(c.threads.learner_nice);
   l.max_steps = c.rl.max_steps;
+  // Checkpoints (their folder is the caller's: the run folder) and what a
+  // resumed run restores besides the weights.
+  l.checkpoint_every = c.rl.checkpoint_every;
+  l.tokenizer = parts.tokenizer;
+  if (!c.rl.init_checkpoint.empty() &&
+      std::filesystem::exists(c.rl.init_checkpoint + "/optimizer")) {
+    l.resume_from = c.rl.init_checkpoint;
+  }
 
   o.request_queue = QueueOptions{
       std::max<size_t>(static_cast<size_t>(num_envs),

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -173,7 +172,7 @@ absl::Status CheckRanksGetEqualShares(const Config& c, int global_envs,
 }
 
 // The learner role's options in a process: its share of the global batch,
-// its checkpoints and what it resumes from.
+// its group, where its checkpoints go.
 absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
     const Config& c, RoleSetup& s, GradientReducer* reducer) {
   LearnerRoleOptions lo = s.options.learner;
@@ -194,14 +193,8 @@ absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
   lo.core.global_units = global / world;
   lo.whole_batch = s.options.sync;  // sync: train once the batch is complete
   lo.reducer = reducer;
-  lo.tokenizer = s.parts.tokenizer;
-  lo.checkpoint_every = c.rl.checkpoint_every;
   lo.checkpoint_dir =
       absl::StrCat(c.run.out_dir, "/", c.run.name, "/checkpoints");
-  if (!c.rl.init_checkpoint.empty() &&
-      std::filesystem::exists(c.rl.init_checkpoint + "/optimizer")) {
-    lo.resume_from = c.rl.init_checkpoint;
-  }
   return lo;
 }
 

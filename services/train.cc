@@ -56,6 +56,11 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   absl::StatusOr<LocalEngineOptions> engine_options =
       LocalEngineOptionsFromConfig(c, *parts);
   if (!engine_options.ok()) return engine_options.status();
+  if (options.write_outputs) {
+    // rl.checkpoint_every: the learner writes them (weights and optimizer
+    // state); a failed write ends the run with its error.
+    engine_options->learner.checkpoint_dir = run_dir + "/checkpoints";
+  }
   absl::StatusOr<std::unique_ptr<LocalEngine>> engine =
       LocalEngine::Create(*engine_options, *parts);
   if (!engine.ok()) return engine.status();
@@ -92,7 +97,7 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
   };
   std::deque<Count> window;
   const double window_s = std::max(10.0, 5 * c.metrics.interval_s);
-  // The first failed write of metrics or a checkpoint stops the run; train
+  // The first failed write of metrics stops the run; train
   // then returns it (the file and the reason) instead of a result.
   absl::Mutex output_mu;
   absl::Status output_error;
@@ -164,14 +169,6 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
         static_cast<int64_t>(s.Get("episodes")), p.busy_env, p.busy_inference,
         p.busy_learner, static_cast<int64_t>(s.Get("queue_request_depth")),
         static_cast<int64_t>(s.Get("queue_trajectory_depth"))));
-  };
-  hooks.on_step = [&](const LearnerStepStats& st) {
-    if (options.write_outputs && c.rl.checkpoint_every > 0 && !st.skipped &&
-        st.version % static_cast<uint64_t>(c.rl.checkpoint_every) == 0) {
-      const std::string dir =
-          absl::StrCat(run_dir, "/checkpoints/version_", st.version);
-      fail_output(e.policy().Save(dir, e.tokenizer(), st.version));
-    }
   };
   hooks.should_stop = [] { return g_interrupted.load(); };
   absl::Status s = e.Run(hooks);

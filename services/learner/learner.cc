@@ -240,7 +240,8 @@ absl::Status Learner::Loop() {
       RecordStep(st, u0, SteadyNowNs());
       if (on_step_) on_step_(st);
       Publish();
-      if (options_.checkpoint_every > 0 && !st.skipped &&
+      if (options_.checkpoint_every > 0 && !options_.checkpoint_dir.empty() &&
+          !st.skipped &&
           st.version % static_cast<uint64_t>(options_.checkpoint_every) == 0) {
         if (absl::Status s = SaveCheckpoint(); !s.ok()) return s;
       }

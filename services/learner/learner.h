@@ -50,7 +50,7 @@ struct LearnerRoleOptions {
   // rank 0 publishes weights; the ranks join before the first step.
   GradientReducer* reducer = nullptr;
   // Every `checkpoint_every` versions: DIR/version_V (weights from rank 0 with
-  // `tokenizer`, each rank its optimizer shard). 0: none.
+  // `tokenizer`, each rank its optimizer shard). 0 or no DIR: none.
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
   TextTokenizer tokenizer;

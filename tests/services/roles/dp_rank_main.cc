@@ -28,27 +28,16 @@
 #include "policies/tiny_vla_policy.h"
 #include "services/learner/c10d_reducer.h"
 #include "services/learner/learner_core.h"
+#include "tests/services/roles/small_learner.h"
 
 namespace rlvla3 {
 namespace {
 
-constexpr int kSegments = 12, kDecisions = 4;
-
-SegmentShape Shape() {
-  SegmentShape s;
-  s.width = s.height = 16;
-  s.chunk = 2;
-  s.capacity = kDecisions;
-  return s;
-}
+constexpr int kSegments = 12, kDecisions = 4;  // SmallShape's capacity
 
 void Fill(RolloutSegment* s, uint64_t version, uint32_t seed) {
   std::mt19937 rng(seed);
-  s->Clear();
-  for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
-  for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
-  for (auto& p : s->proprio) p = static_cast<float>(rng() % 100) / 100.0f;
-  for (auto& t : s->tokens) t = static_cast<uint8_t>(rng());
+  testutil::RandomObservations(s, &rng);
   for (auto& l : s->log_probs) l = -30.0f - static_cast<float>(rng() % 10);
   for (int t = 0; t < kDecisions; ++t) {
     s->values[t] = 0.1f * static_cast<float>(rng() % 10);
@@ -93,16 +82,7 @@ int Run(int argc, char** argv) {
   const int rank = o->rank, world = o->world_size;
   // Rank-dependent start: SyncParameters must make them equal.
   torch::manual_seed(static_cast<uint64_t>(rank));
-  auto net = TinyVLA(TinyVLAOptions()
-                         .vocab_size(8)
-                         .max_text_len(4)
-                         .d_model(16)
-                         .heads(2)
-                         .layers(1)
-                         .grid(2)
-                         .patch(8)
-                         .stem_channels(4)
-                         .chunk(2));
+  auto net = TinyVLA(testutil::SmallNet());
   uint64_t version = 0;
   if (!resume.empty()) {
     absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(resume);
@@ -131,7 +111,7 @@ int Run(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<RolloutSegment>> segs;
   for (int i = rank; i < kSegments; i += world)
-    segs.push_back(std::make_unique<RolloutSegment>(Shape()));
+    segs.push_back(std::make_unique<RolloutSegment>(testutil::SmallShape()));
   for (int step = 0; step < steps; ++step) {
     if (step == stall_at && rank == 1) {
       std::printf("stalled\n");

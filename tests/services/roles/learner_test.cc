@@ -9,40 +9,19 @@
 
 #include "policies/tiny_vla_policy.h"
 #include "services/learner/learner_core.h"
+#include "tests/services/roles/small_learner.h"
 
 namespace rlvla3 {
 namespace {
 
-TinyVLAOptions SmallNet() {
-  return TinyVLAOptions()
-      .vocab_size(8)
-      .max_text_len(4)
-      .d_model(16)
-      .heads(2)
-      .layers(1)
-      .grid(2)
-      .patch(8)
-      .stem_channels(4)
-      .chunk(2);
-}
-
-SegmentShape Shape() {
-  SegmentShape s;
-  s.width = s.height = 16;
-  s.chunk = 2;
-  s.capacity = 4;
-  return s;
-}
+using testutil::SmallNet;
+SegmentShape Shape() { return testutil::SmallShape(); }
 
 // A segment of `n` decisions with random observations and actions, all taken
 // by behaviour version `version`.
 void Fill(RolloutSegment* s, int n, uint64_t version, uint32_t seed) {
   std::mt19937 rng(seed);
-  s->Clear();
-  for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
-  for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
-  for (auto& p : s->proprio) p = static_cast<float>(rng() % 100) / 100.0f;
-  for (auto& t : s->tokens) t = static_cast<uint8_t>(rng());
+  testutil::RandomObservations(s, &rng);
   // Far below any learner log-prob, so the behaviour IS weight sits at its cap
   // (at -10 against ~-38 per step it would be ~e^-28: no policy gradient).
   for (auto& l : s->log_probs) l = -1e3f;
