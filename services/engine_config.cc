@@ -208,6 +208,8 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   const int rollouts = static_cast<int>(c.rl.rollouts_per_step);
   o.segment_count = num_envs * ((lag + 1) * rollouts + 2) +
                     static_cast<int>(c.queues.trajectory.capacity) + 2;
+  o.task_names = std::move(names);
+  o.instructions = std::move(instructions);
   o.duration_s = c.rl.duration_s;
   o.metrics_interval_s = c.metrics.interval_s;
   o.timeline = c.rl.timeline;

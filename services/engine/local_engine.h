@@ -65,6 +65,8 @@ struct LocalEngineOptions {
   QueueOptions segment_queue;        // level 2 (overflow: block)
   SegmentShape segment_shape;
   int segment_count = 0;  // preallocated segments
+  // The instruction table's rows (task_id): env.tasks in order.
+  std::vector<std::string> task_names, instructions;
   double duration_s = 60;
   double metrics_interval_s = 1;
   bool timeline = false;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/steady_clock.h"
+#include "runtime/torch_status.h"
 
 namespace rlvla3 {
 namespace {
@@ -65,8 +66,9 @@ void InferenceServer::Start(std::function<void()> on_stop) {
   supervisor_ = std::make_unique<Supervisor>(std::move(on_stop));
   const int actors = options_.full_batch ? 1 : options_.actors;
   for (int a = 0; a < actors; ++a) {
-    supervisor_->Spawn(absl::StrCat("inference-actor-", a),
-                       [this] { return ActorLoop(); });
+    supervisor_->Spawn(absl::StrCat("inference-actor-", a), [this] {
+      return TorchBoundary("inference actor", [this] { return ActorLoop(); });
+    });
   }
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/steady_clock.h"
 #include "runtime/thread_priority.h"
+#include "runtime/torch_status.h"
 
 namespace rlvla3 {
 namespace {}  // namespace
@@ -116,7 +117,9 @@ Learner::~Learner() = default;
 void Learner::Start(std::function<void()> on_stop, StepHook on_step) {
   on_step_ = std::move(on_step);
   supervisor_ = std::make_unique<Supervisor>(std::move(on_stop));
-  supervisor_->Spawn("learner", [this] { return Loop(); });
+  supervisor_->Spawn("learner", [this] {
+    return TorchBoundary("learner", [this] { return Loop(); });
+  });
 }
 
 void Learner::Stop() {

@@ -16,14 +16,17 @@ namespace rlvla3 {
 namespace {
 
 // Writes one stream's replies in order, one write in flight, from any
-// thread; finishes the stream once the client is done and every queued reply
-// is written. Never blocks: a reply is queued under a short lock.
+// thread; finishes the stream once the client is done, every observation it
+// accepted is answered and every queued reply is written (a client that
+// half-closes still gets its pending replies). Never blocks: a reply is
+// queued under a short lock.
 class ActReactor final
     : public grpc::ServerBidiReactor<v1::Observation, v1::ActionReply> {
  public:
   explicit ActReactor(InferenceService::Impl* svc);
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
+  void OnCancel() override;
   void OnDone() override;
 
   // Queues `r` (or an error for `env`). Called under the service's lock.
@@ -46,6 +49,8 @@ class ActReactor final
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;  // accepted, not yet answered
 
  public:
   // Sync mode: the stream has registered envs (guarded by the service's
@@ -245,13 +250,32 @@ void ActReactor::OnReadDone(bool ok) {
       svc_->invalid->Add();
       SendError(static_cast<int>(in_.notice().first_env_id()), s);
     }
-  } else if (absl::Status s = svc_->Accept(in_, this); !s.ok()) {
-    svc_->invalid->Add();
-    SendError(static_cast<int>(in_.env_id()), s);
   } else {
-    svc_->observations->Add();
+    {
+      // Counted before it is queued: its reply may come before Accept
+      // returns.
+      std::lock_guard<std::mutex> lock(mu_);
+      ++pending_;
+    }
+    if (absl::Status s = svc_->Accept(in_, this); !s.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --pending_;
+      }
+      svc_->invalid->Add();
+      SendError(static_cast<int>(in_.env_id()), s);
+    } else {
+      svc_->observations->Add();
+    }
   }
   StartRead(&in_);
+}
+
+void ActReactor::OnCancel() {
+  // Pending replies will not be written: the call ends now.
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  MaybeFinish();
 }
 
 void ActReactor::OnWriteDone(bool ok) {
@@ -293,7 +317,11 @@ void ActReactor::Enqueue(v1::ActionReply* m) {
 
 void ActReactor::Send(const ActionReply& r, const WireShape& shape) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (finished_ || broken_) return;
+  if (pending_ > 0) --pending_;
+  if (finished_ || broken_) {
+    MaybeFinish();
+    return;
+  }
   v1::ActionReply* m = FreeMessage();
   EncodeReply(r, shape, m);
   Enqueue(m);
@@ -316,7 +344,13 @@ void ActReactor::SendVersion(uint64_t version) {
 }
 
 void ActReactor::MaybeFinish() {
-  if (finished_ || writing_ || !reads_done_) return;
+  if (finished_ || writing_) return;
+  if (cancelled_) {
+    finished_ = true;
+    Finish(grpc::Status::CANCELLED);
+    return;
+  }
+  if (!reads_done_ || (pending_ > 0 && !broken_)) return;
   finished_ = true;
   Finish(grpc::Status::OK);
 }

@@ -67,6 +67,17 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
       if (status_fill) status_fill(out);
     });
   }
+  grpc::ServerUnaryReactor* GetRunSettings(grpc::CallbackServerContext* ctx,
+                                           const v1::StatusRequest*,
+                                           v1::RunSettings* out) override {
+    return AnswerNow(ctx, net, [&] {
+      *out = settings;
+      out->set_policy_version(LearnerVersion());
+    });
+  }
+  uint64_t LearnerVersion() const {
+    return version_source ? version_source() : weights->version();
+  }
 
   // Level 2: a free segment for the message `r` has read, or `r` is parked
   // until one is released (kParked), or `r` must finish (its call was
@@ -80,8 +91,9 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
     parked.push_back(r);
     return Take::kParked;
   }
-  // Decodes `m` into `s` and queues it (or counts it rejected).
-  void Ingest(const v1::TrajectorySegment& m, RolloutSegment* s);
+  // Checks and decodes `m` into `s` and queues it; or counts it rejected,
+  // gives `s` back and says why.
+  absl::Status Ingest(const v1::TrajectorySegment& m, RolloutSegment* s);
   bool Unpark(SegmentsReactor* r) {
     std::lock_guard<std::mutex> lock(mu);
     for (auto it = parked.begin(); it != parked.end(); ++it) {
@@ -120,6 +132,8 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
   uint64_t publishes ABSL_GUARDED_BY(mu) = 0;  // heard of, to encode
   bool stopping ABSL_GUARDED_BY(mu) = false;
   std::function<void(v1::RoleStatus*)> status_fill;  // set before serving
+  std::function<uint64_t()> version_source;          // set before serving
+  v1::RunSettings settings;                          // set before serving
   std::thread encoder;
 };
 
@@ -156,17 +170,24 @@ class SegmentsReactor final
     if (svc_->Unpark(this)) Finish(grpc::Status::CANCELLED);
   }
   void OnDone() override { delete this; }
-  // With a free segment for the message read last.
+  // With a free segment for the message read last (any thread).
   void Resume(RolloutSegment* s) {
-    svc_->Ingest(in_, s);
-    reply_->set_accepted(svc_->received->value());
-    reply_->set_rejected_invalid(svc_->rejected->value());
+    ++position_;
+    if (absl::Status st = svc_->Ingest(in_, s); !st.ok()) {
+      Finish(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat(st.message(), " (segment ", position_, " of this call; ",
+                       reply_->accepted(), " accepted before it)")));
+      return;
+    }
+    reply_->set_accepted(reply_->accepted() + 1);
     StartRead(&in_);
   }
 
  private:
   LearnerService::Impl* svc_;
-  v1::PushSegmentsReply* reply_;
+  v1::PushSegmentsReply* reply_;  // this call's counts
+  uint64_t position_ = 0;         // segments read on this call
   v1::TrajectorySegment in_;
   std::atomic<bool> cancelled_{false};
 };
@@ -267,15 +288,19 @@ LearnerService::Impl::SubscribeWeights(grpc::CallbackServerContext* ctx,
   return r;
 }
 
-void LearnerService::Impl::Ingest(const v1::TrajectorySegment& m,
-                                  RolloutSegment* s) {
-  if (absl::Status st = DecodeSegment(m, s); !st.ok()) {
-    if (rejected->value() < 5) {
-      spdlog::warn("learner: segment rejected: {}", std::string(st.message()));
-    }
+absl::Status LearnerService::Impl::Ingest(const v1::TrajectorySegment& m,
+                                          RolloutSegment* s) {
+  SegmentLimits limits = options.limits;
+  limits.max_version = LearnerVersion() + options.version_slack;
+  if (absl::Status st = DecodeSegment(m, limits, s); !st.ok()) {
+    const uint64_t before = rejected->value();
     rejected->Add();
+    if (before < 5 || (before + 1) % 1000 == 0) {
+      spdlog::warn("learner: segment rejected ({} so far): {}", before + 1,
+                   std::string(st.message()));
+    }
     GiveBack(s);
-    return;
+    return st;
   }
   s->enqueue_ns = SteadyNowNs();
   received->Add();
@@ -283,6 +308,7 @@ void LearnerService::Impl::Ingest(const v1::TrajectorySegment& m,
     std::lock_guard<std::mutex> lock(mu);
     pool.Release(s);  // closed: the run is ending
   }
+  return absl::OkStatus();
 }
 
 void LearnerService::Impl::GiveBack(RolloutSegment* segment) {
@@ -382,6 +408,16 @@ void LearnerService::SetStatusSource(
     std::function<void(v1::RoleStatus*)> fill) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->status_fill = std::move(fill);
+}
+
+void LearnerService::SetVersionSource(std::function<uint64_t()> version) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->version_source = std::move(version);
+}
+
+void LearnerService::SetRunSettings(const v1::RunSettings& settings) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->settings = settings;
 }
 
 QueueStatus LearnerService::PopBulk(RolloutSegment** out, size_t max,

@@ -5,8 +5,10 @@
 //   preallocated pool and queues it for the Learner role (this is its
 //   SegmentSource). With no free segment a stream stops reading until the
 //   learner releases one: the flow control is the pool, and gRPC's own
-//   window carries it back to the rollout worker. A malformed segment is
-//   counted and logged (reply.rejected_invalid), the stream goes on.
+//   window carries it back to the rollout worker. Every field of a segment
+//   is checked first (DecodeSegment against options.limits and the learner's
+//   version): an invalid one is counted and logged, never queued, and ends
+//   its call with INVALID_ARGUMENT naming the field; other calls go on.
 //   Level 3: SubscribeWeights (server streaming) sends every subscriber the
 //   latest published version, chunked; a version is encoded once, by one
 //   encoder thread, and shared by all subscribers; a slow subscriber finishes
@@ -18,6 +20,7 @@
 //   LearnerService svc(options, net, &weights, &metrics);
 //   auto server = RoleServer::Start(listen, net, {svc.service()});
 //   Learner learner(policy, lo, version, &svc, &weights, &metrics, &tl);
+//   svc.SetVersionSource([&] { return learner.version(); });
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_NET_LEARNER_SERVICE_H_
 #define RLVLA3_SERVICES_NET_LEARNER_SERVICE_H_
@@ -30,14 +33,22 @@
 #include "runtime/segment_channel.h"
 #include "runtime/weight_channel.h"
 #include "services/net/grpc_common.h"
+#include "services/net/wire_format.h"
 
 namespace rlvla3 {
 namespace v1 {
 class RoleStatus;
+class RunSettings;
 }  // namespace v1
 
 struct LearnerServiceOptions {
   SegmentShape shape;
+  // Ranges a segment is checked against; its max_version is replaced by the
+  // learner's version (SetVersionSource) + version_slack at each segment.
+  SegmentLimits limits;
+  // Data-parallel ranks other than 0 reach a version a moment after rank 0
+  // publishes it: they accept one version ahead.
+  uint64_t version_slack = 0;
   int segment_count = 64;         // preallocated segments
   size_t chunk_bytes = 4u << 20;  // weight chunk size
 };
@@ -53,6 +64,12 @@ class LearnerService final : public SegmentSource {
   // What GetStatus reports besides the service's own counters; set once,
   // before the server starts.
   void SetStatusSource(std::function<void(v1::RoleStatus*)> fill);
+  // The learner's version, for the segments' version check (default: the
+  // weight channel's); set once, before the server starts.
+  void SetVersionSource(std::function<uint64_t()> version);
+  // What GetRunSettings answers (its policy_version is filled per call);
+  // set once, before the server starts.
+  void SetRunSettings(const v1::RunSettings& settings);
 
   // SegmentSource.
   QueueStatus PopBulk(RolloutSegment** out, size_t max, absl::Duration timeout,

@@ -30,7 +30,7 @@ struct GrpcSegmentChannel::Stream final
     StartCall();
   }
 
-  absl::Status Push(const RolloutSegment& s) {
+  absl::Status Push(const RolloutSegment& s, int global_env) {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return !free.empty() || closing || done || broken; });
     if (!first_error.ok()) return first_error;
@@ -39,7 +39,7 @@ struct GrpcSegmentChannel::Stream final
     }
     v1::TrajectorySegment* m = free.back();
     free.pop_back();
-    EncodeSegment(s, m);
+    EncodeSegment(s, global_env, m);
     queue.push_back(m);
     ++pushed;
     if (!writing) {
@@ -163,10 +163,10 @@ GrpcSegmentChannel::~GrpcSegmentChannel() { Close(); }
 RolloutSegment* GrpcSegmentChannel::Acquire() { return pool_->Acquire(); }
 
 absl::Status GrpcSegmentChannel::Push(RolloutSegment* segment) {
+  const int global_env = first_env_id_ + segment->env_id;
   const size_t rank =
-      static_cast<size_t>((first_env_id_ + segment->env_id) / route_block_) %
-      streams_.size();
-  const absl::Status s = streams_[rank]->Push(*segment);
+      static_cast<size_t>(global_env / route_block_) % streams_.size();
+  const absl::Status s = streams_[rank]->Push(*segment, global_env);
   pool_->Release(segment);  // encoded (or refused): ownership ends here
   return s;
 }

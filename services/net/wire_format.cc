@@ -248,12 +248,13 @@ ActionReply ReplyView(const v1::ActionReply& m) {
   return r;
 }
 
-void EncodeSegment(const RolloutSegment& s, v1::TrajectorySegment* out) {
+void EncodeSegment(const RolloutSegment& s, int global_env,
+                   v1::TrajectorySegment* out) {
   const SegmentShape& sh = s.shape;
   const WireShape ws{sh.height, sh.width, sh.proprio_dim, sh.chunk,
                      sh.action_dim};
   const int64_t n = s.n, rows = s.n + (s.has_bootstrap ? 1 : 0);
-  out->set_env_id(static_cast<uint32_t>(s.env_id));
+  out->set_env_id(static_cast<uint32_t>(global_env));
   out->set_task_id(static_cast<uint32_t>(s.task));
   while (out->images_size() < 2) out->add_images();
   SetImage(out->mutable_images(0), kAgentview, rows, ws, s.agentview.data(),
@@ -286,14 +287,111 @@ void EncodeSegment(const RolloutSegment& s, v1::TrajectorySegment* out) {
   out->set_episode_return(s.episode_return);
 }
 
-absl::Status DecodeSegment(const v1::TrajectorySegment& m,
-                           RolloutSegment* into) {
-  const SegmentShape& sh = into->shape;
+namespace {
+
+// The segment's identity and counts, before any tensor is read.
+absl::Status CheckSegmentHeader(const v1::TrajectorySegment& m,
+                                const SegmentShape& sh,
+                                const SegmentLimits& limits) {
   const int64_t n = m.decisions();
-  if (n < 1 || n > sh.capacity) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "segment.decisions: ", n, " is not in [1, ", sh.capacity, "]"));
+  // GRPO: an empty segment that ends its episode abandons the episode (a
+  // crashed env); its group is dropped at once.
+  const int64_t least = limits.grpo && m.ends_episode() ? 0 : 1;
+  if (n < least || n > sh.capacity) {
+    return absl::InvalidArgumentError(absl::StrCat("segment.decisions: ", n,
+                                                   " is not in [", least, ", ",
+                                                   sh.capacity, "]"));
   }
+  if (m.env_id() >= static_cast<uint32_t>(limits.num_envs)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("segment.env_id: ", m.env_id(), " is not below ",
+                     limits.num_envs, " (the run's global env ids)"));
+  }
+  if (m.task_id() >= static_cast<uint32_t>(limits.num_tasks)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("segment.task_id: ", m.task_id(), " is not below ",
+                     limits.num_tasks, " (rows of the instruction table)"));
+  }
+  if (m.index() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("segment.index: ", m.index(), " is negative"));
+  }
+  if (!std::isfinite(m.episode_return())) {
+    return absl::InvalidArgumentError("segment.episode_return: not finite");
+  }
+  if (m.success() && !m.ends_episode()) {
+    return absl::InvalidArgumentError(
+        "segment.success: set on a segment that does not end its episode");
+  }
+  if (limits.grpo && !m.ends_episode()) {
+    return absl::InvalidArgumentError(
+        "segment.ends_episode: false, but GRPO segments are whole episodes");
+  }
+  if (n == 0 && m.has_bootstrap()) {
+    return absl::InvalidArgumentError(
+        "segment.has_bootstrap: set on a segment with no decisions");
+  }
+  return absl::OkStatus();
+}
+
+// Per-decision values: flags, counts and versions in range, episode ends
+// consistent with the segment's flags.
+absl::Status CheckSegmentValues(const v1::TrajectorySegment& m,
+                                const SegmentShape& sh,
+                                const SegmentLimits& limits) {
+  const int64_t n = m.decisions();
+  const int max_exec =
+      limits.execute_steps > 0 ? limits.execute_steps : sh.chunk;
+  const auto* dones = reinterpret_cast<const uint8_t*>(m.dones().data().data());
+  const auto* exec =
+      reinterpret_cast<const uint8_t*>(m.executed().data().data());
+  for (int64_t t = 0; t < n; ++t) {
+    if (dones[t] > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment.dones: element ", t, " is ", int{dones[t]}, ", not 0 or 1"));
+    }
+    if (exec[t] < 1 || exec[t] > max_exec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("segment.executed: element ", t, " is ", int{exec[t]},
+                       ", not a count of chunk steps in [1, ", max_exec, "]"));
+    }
+    if (limits.grpo && dones[t] != 0 && t + 1 < n) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment.dones: element ", t,
+          " ends the episode before the segment's last decision (GRPO "
+          "segments are one episode)"));
+    }
+    int64_t v;
+    std::memcpy(&v, m.policy_versions().data().data() + t * sizeof(v),
+                sizeof(v));
+    if (v < 0 || static_cast<uint64_t>(v) > limits.max_version) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "segment.policy_versions: element ", t, " is ", v,
+          ", not a version the learner has published (<= ", limits.max_version,
+          ")"));
+    }
+  }
+  if (n == 0) return absl::OkStatus();
+  const bool last_done = dones[n - 1] != 0;
+  if (m.ends_episode() && !last_done) {
+    return absl::InvalidArgumentError(
+        "segment.ends_episode: set, but the last decision's done is 0");
+  }
+  if (!limits.grpo && !last_done && !m.has_bootstrap()) {
+    return absl::InvalidArgumentError(
+        "segment.has_bootstrap: false, but the last decision did not end its "
+        "episode (PPO needs the next observation for its value estimate)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status DecodeSegment(const v1::TrajectorySegment& m,
+                           const SegmentLimits& limits, RolloutSegment* into) {
+  const SegmentShape& sh = into->shape;
+  if (absl::Status s = CheckSegmentHeader(m, sh, limits); !s.ok()) return s;
+  const int64_t n = m.decisions();
   const int64_t rows = n + (m.has_bootstrap() ? 1 : 0);
   if (absl::Status s = CheckImageNames(m, "segment"); !s.ok()) return s;
   struct Copy {
@@ -333,6 +431,7 @@ absl::Status DecodeSegment(const v1::TrajectorySegment& m,
   check(m.policy_versions(), v1::DTYPE_INT64, {n}, "segment.policy_versions",
         into->versions.data());
   if (!status.ok()) return status;
+  if (absl::Status s = CheckSegmentValues(m, sh, limits); !s.ok()) return s;
   for (int i = 0; i < n_copies; ++i) {
     std::memcpy(copies[i].to, copies[i].from->data().data(),
                 copies[i].from->data().size());

@@ -18,6 +18,7 @@
 #define RLVLA3_SERVICES_NET_WIRE_FORMAT_H_
 
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -67,11 +68,25 @@ absl::Status CheckReply(const v1::ActionReply& m, const WireShape& shape);
 // A checked reply; its pointers are into `m`.
 ActionReply ReplyView(const v1::ActionReply& m);
 
-// Level 2. Decode checks every tensor against `into->shape` and copies into
-// it (the learner's preallocated segment).
-void EncodeSegment(const RolloutSegment& s, v1::TrajectorySegment* out);
+// Level 2: what a segment is checked against besides its shapes (the run's
+// ranges; services.proto's TrajectorySegment says what each field means).
+struct SegmentLimits {
+  int num_envs = 1 << 30;   // global env ids are [0, num_envs)
+  int num_tasks = 1 << 30;  // rows of the instruction table
+  int execute_steps = 0;    // executed per decision in [1, this]; 0: the chunk
+  bool grpo = false;        // one whole episode per segment (ends_episode)
+  // The newest behaviour version a segment may carry (the learner's own).
+  uint64_t max_version = std::numeric_limits<uint64_t>::max();
+};
+
+// `global_env` is the env's id across workers (the Observation's env_id).
+void EncodeSegment(const RolloutSegment& s, int global_env,
+                   v1::TrajectorySegment* out);
+// Checks every field (ids, counts, flags, versions, shapes, dtypes, finite
+// values) against `into->shape` and `limits`, then copies into `into` (the
+// learner's preallocated segment). Nothing is copied unless all is well.
 absl::Status DecodeSegment(const v1::TrajectorySegment& m,
-                           RolloutSegment* into);
+                           const SegmentLimits& limits, RolloutSegment* into);
 
 }  // namespace rlvla3
 

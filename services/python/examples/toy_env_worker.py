@@ -47,16 +47,24 @@ def main(argv=None) -> int:
     p.add_argument("--learner", required=True)
     p.add_argument("--env-ids", default="0")
     p.add_argument("--segments", type=int, default=8, help="per env")
-    p.add_argument("--rollout-len", type=int, default=16)
-    p.add_argument("--height", type=int, default=64)
-    p.add_argument("--width", type=int, default=64)
-    p.add_argument("--chunk", type=int, default=4)
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    shape = WireShape(height=a.height, width=a.width, chunk=a.chunk)
     ids = [int(x) for x in a.env_ids.split(",")]
     client = RolloutClient(a.inference, a.learner, ids,
-                           token=os.environ.get("RLVLA3_TOKEN"), shape=shape)
+                           token=os.environ.get("RLVLA3_TOKEN"))
+    # Everything else comes from the run: shapes, segment length, tasks.
+    settings = client.settings()
+    shape = client.shape = WireShape.from_settings(settings)
+    rollout_len = settings.max_segment_decisions
+    bad = [e for e in ids if e >= settings.num_envs]
+    if bad:
+        print("toy worker: env ids %s are not below the run's %d envs" %
+              (bad, settings.num_envs), file=sys.stderr)
+        client.close()
+        return 2
+    print("toy worker: %dx%d images, K=%d, %d decisions per segment, "
+          "task 0 = %r" % (shape.height, shape.width, shape.chunk,
+                           rollout_len, settings.instructions[0]))
     envs = {e: ToyEnv(a.seed + e, shape) for e in ids}
     obs = {e: envs[e].reset() for e in ids}
     pushed, rewards = 0, 0.0
@@ -64,7 +72,7 @@ def main(argv=None) -> int:
         for e in ids:  # one env after another: a toy, not a fast worker
             seg = SegmentBuilder(e, task_id=0, shape=shape, run_id=a.seed + 1,
                                  index=index)
-            for _ in range(a.rollout_len):
+            for _ in range(rollout_len):
                 reply = client.act(e, 0, *obs[e])
                 reward, done = envs[e].step(reply.actions[0])
                 seg.add(*obs[e], reply, reward, done, executed=1)
@@ -73,10 +81,10 @@ def main(argv=None) -> int:
             client.push(seg.build(bootstrap=obs[e]))
             pushed += 1
     counts = client.close()
-    print("toy worker: pushed %d segments (learner accepted %d, rejected %d), "
+    print("toy worker: pushed %d segments (learner accepted %d), "
           "mean reward %.2f, policy version %d" %
-          (pushed, counts.accepted, counts.rejected_invalid,
-           rewards / max(1, pushed * a.rollout_len), client.version))
+          (pushed, counts.accepted,
+           rewards / max(1, pushed * rollout_len), client.version))
     return 0 if client.error is None else 1
 
 

@@ -45,6 +45,13 @@ class WireShape:
     chunk: int = 4
     action_dim: int = 7
 
+    @staticmethod
+    def from_settings(s) -> "WireShape":
+        """The shape a run's RunSettings describe."""
+        return WireShape(height=s.image_height, width=s.image_width,
+                         proprio_dim=s.proprio_dim, chunk=s.chunk,
+                         action_dim=s.action_dim)
+
 
 @dataclasses.dataclass
 class Reply:
@@ -157,12 +164,20 @@ class RolloutClient:
         """Queues a finished segment for the learner (blocks when full)."""
         self._segments.put(segment, timeout=self._timeout)
 
+    def settings(self) -> services_pb2.RunSettings:
+        """The run's settings (Learner.GetRunSettings): shapes, env ids,
+        instruction table, pacing; see README "Your own simulator"."""
+        return self._learner_stub.GetRunSettings(services_pb2.StatusRequest(),
+                                                 metadata=self._md, timeout=5)
+
     def learner_status(self) -> services_pb2.RoleStatus:
         return self._learner_stub.GetStatus(services_pb2.StatusRequest(),
                                             metadata=self._md, timeout=5)
 
     def close(self) -> services_pb2.PushSegmentsReply:
-        """Ends both streams; returns the learner's counts of the segments."""
+        """Ends both streams; returns the learner's counts of this client's
+        segments. Raises grpc.RpcError (INVALID_ARGUMENT, naming the field)
+        when the learner refused one: the segments after it were not read."""
         self._requests.put(None)
         self._segments.put(None)
         reply = self._push.result(timeout=self._timeout)
@@ -217,7 +232,8 @@ class SegmentBuilder:
             env_id=self.env_id, task_id=self.task_id, run_id=self.run_id,
             index=self.index, decisions=n, has_bootstrap=bootstrap is not None,
             ends_episode=bool(self._dones and self._dones[-1]),
-            success=success, episode_return=sum(self._rewards),
+            success=bool(success and self._dones and self._dones[-1]),
+            episode_return=sum(self._rewards),
             proprio=_tensor(f32, [rows, s.proprio_dim], _floats(pr)),
             action_tokens=_tensor(u8, [n, s.chunk, s.action_dim],
                                   b"".join(self._tokens)),

@@ -2,7 +2,10 @@
 // a shared token, and checks what a user of the services relies on: they
 // train together, answer standard health checks, refuse calls without the
 // token, answer a malformed observation with INVALID_ARGUMENT naming the
-// field while serving everyone else, and stop cleanly on SIGTERM.
+// field while serving everyone else, refuse every kind of malformed segment
+// naming its field while the learner trains on, tell a client the run's
+// settings, answer observations pending when a client half-closes, and stop
+// cleanly on SIGTERM.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,6 +18,7 @@
 #include "services/net/grpc_common.h"
 #include "services/net/role_status.h"
 #include "services/net/wire_format.h"
+#include "tests/services/net/bad_segments.h"
 #include "tests/services/net/role_process.h"
 #include "tests/test_dir.h"
 
@@ -196,6 +200,177 @@ TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
   EXPECT_GT(after->env_frames(), before->env_frames()) << rollout_->Log();
   EXPECT_TRUE(inference_->running());
 }
+
+// A valid PPO segment in the run's shapes: 4 decisions, an episode ending at
+// decision 1, the last decision mid-episode with its bootstrap row, version 0.
+v1::TrajectorySegment ValidSegmentFor(const v1::RunSettings& r) {
+  SegmentShape sh;
+  sh.height = static_cast<int>(r.image_height());
+  sh.width = static_cast<int>(r.image_width());
+  sh.chunk = static_cast<int>(r.chunk());
+  sh.action_dim = static_cast<int>(r.action_dim());
+  sh.proprio_dim = static_cast<int>(r.proprio_dim());
+  sh.capacity = static_cast<int>(r.max_segment_decisions());
+  RolloutSegment s(sh);
+  s.n = 4;
+  s.has_bootstrap = true;
+  for (size_t i = 0; i < s.agentview.size(); ++i) {
+    s.agentview[i] = s.wrist[i] = static_cast<uint8_t>(i % 251);
+  }
+  for (int t = 0; t < s.n; ++t) {
+    for (int k = 0; k < sh.chunk; ++k) s.log_probs_at(t)[k] = -5.0f;
+    s.terminal[t] = t == 1;
+    s.rewards[t] = t == 1 ? 1.0f : 0.0f;
+    s.executed[t] = 1;
+    s.versions[t] = 0;
+  }
+  s.task = 1;
+  v1::TrajectorySegment m;
+  EncodeSegment(s, /*global_env=*/2, &m);
+  return m;
+}
+
+absl::StatusOr<v1::RunSettings> RunSettings(const std::string& learner,
+                                            const NetOptions& net) {
+  auto stub = v1::Learner::NewStub(MakeChannel(learner, net));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, net, absl::Seconds(10));
+  v1::RunSettings out;
+  const grpc::Status s = stub->GetRunSettings(&ctx, v1::StatusRequest(), &out);
+  if (!s.ok()) return FromGrpcStatus(s, "GetRunSettings");
+  return out;
+}
+
+// Pushes `segments` on one PushSegments call and ends it.
+grpc::Status PushOnOneCall(const std::string& learner, const NetOptions& net,
+                           const std::vector<v1::TrajectorySegment>& segments,
+                           v1::PushSegmentsReply* reply) {
+  auto stub = v1::Learner::NewStub(MakeChannel(learner, net));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, net, absl::Seconds(60));
+  auto writer = stub->PushSegments(&ctx, reply);
+  for (const v1::TrajectorySegment& m : segments) {
+    if (!writer->Write(m)) break;  // the learner ended the call
+  }
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+TEST_F(ServeTest, RunSettingsAnswerFromALiveRun) {
+  absl::StatusOr<v1::RunSettings> r = RunSettings(learner_->address(), Net());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->image_height(), 64u);
+  EXPECT_EQ(r->image_width(), 64u);
+  ASSERT_EQ(r->cameras_size(), 2);
+  EXPECT_EQ(r->cameras(0), "agentview");
+  EXPECT_EQ(r->proprio_dim(), 8u);
+  EXPECT_EQ(r->chunk(), 4u);
+  EXPECT_EQ(r->action_dim(), 7u);
+  EXPECT_EQ(r->action_bins(), 256u);
+  EXPECT_EQ(r->execute_steps(), 4u);
+  EXPECT_EQ(r->max_segment_decisions(), 16u);
+  EXPECT_EQ(r->num_envs(), 4u);          // one worker of 4 envs
+  ASSERT_EQ(r->instructions_size(), 4);  // bench_cpu's env.tasks, in order
+  EXPECT_EQ(r->task_names(1), "open_the_drawer");
+  EXPECT_EQ(r->algorithm(), "ppo");
+  EXPECT_EQ(r->mode(), "async");
+  EXPECT_EQ(r->max_policy_lag(), 1u);
+  EXPECT_EQ(r->global_batch(), 4u * 16u);
+  EXPECT_EQ(r->units_per_env_per_version(), 16u);
+  EXPECT_EQ(r->learner_ranks(), 1u);
+  auto l = Status(Role::kLearner, learner_->address());
+  ASSERT_TRUE(l.ok());
+  EXPECT_LE(r->policy_version(), l->policy_version());
+  // Without the token: refused like every other call.
+  EXPECT_EQ(RunSettings(learner_->address(), Net(false)).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(ServeTest, ValidSegmentsAreAcceptedAndCountedPerCall) {
+  absl::StatusOr<v1::RunSettings> r = RunSettings(learner_->address(), Net());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::TrajectorySegment good = ValidSegmentFor(*r);
+  v1::PushSegmentsReply reply;
+  const grpc::Status s =
+      PushOnOneCall(learner_->address(), Net(), {good, good}, &reply);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(reply.accepted(), 2u);  // this call's, not the learner's total
+  EXPECT_EQ(reply.rejected_invalid(), 0u);
+}
+
+TEST_F(ServeTest, RepliesPendingWhenTheClientHalfClosesAreDelivered) {
+  auto stub =
+      v1::Inference::NewStub(MakeChannel(spare_inference_->address(), Net()));
+  grpc::ClientContext ctx;
+  PrepareContext(&ctx, Net(), absl::Seconds(60));
+  auto stream = stub->Act(&ctx);
+  const WireShape shape{64, 64, 8, 4, 7};
+  std::vector<uint8_t> image(64 * 64 * 3, 90);
+  std::vector<float> proprio(8, 0.2f);
+  for (int env = 0; env < 4; ++env) {
+    ObservationRequest r{0, 0, image.data(), image.data(), proprio.data(), 0};
+    v1::Observation m;
+    EncodeObservation(r, env, shape, &m);
+    ASSERT_TRUE(stream->Write(m));
+  }
+  stream->WritesDone();  // at once: the replies are still being inferred
+  std::vector<bool> answered(4, false);
+  v1::ActionReply reply;
+  while (stream->Read(&reply)) {
+    EXPECT_EQ(reply.error_code(), 0) << reply.error_message();
+    ASSERT_LT(reply.env_id(), 4u);
+    answered[reply.env_id()] = true;
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  for (int env = 0; env < 4; ++env) EXPECT_TRUE(answered[env]) << env;
+}
+
+// One malformed segment per field, each pushed to the live learner after a
+// valid one on the same call.
+class SegmentFieldTest
+    : public ServeTest,
+      public ::testing::WithParamInterface<testutil::BadSegment> {};
+
+TEST_P(SegmentFieldTest, RefusedNamingTheFieldAndTheLearnerTrainsOn) {
+  absl::StatusOr<v1::RunSettings> r = RunSettings(learner_->address(), Net());
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto before = Status(Role::kLearner, learner_->address());
+  ASSERT_TRUE(before.ok()) << before.status();
+  const v1::TrajectorySegment good = ValidSegmentFor(*r);
+  v1::TrajectorySegment bad = good;
+  GetParam().mutate(&bad);
+  v1::PushSegmentsReply reply;
+  const grpc::Status s =
+      PushOnOneCall(learner_->address(), Net(), {good, bad, good}, &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find(GetParam().field), std::string::npos)
+      << s.error_message();
+  EXPECT_NE(s.error_message().find("segment 2 of this call; 1 accepted"),
+            std::string::npos)
+      << s.error_message();
+  // Counted, and the learner trains on: a new version within a minute.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  absl::StatusOr<v1::RoleStatus> after = before;
+  while (std::chrono::steady_clock::now() < end) {
+    after = Status(Role::kLearner, learner_->address());
+    ASSERT_TRUE(after.ok()) << after.status() << learner_->Log();
+    if (after->policy_version() > before->policy_version()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(after->invalid_requests(), before->invalid_requests() + 1);
+  EXPECT_GT(after->policy_version(), before->policy_version())
+      << learner_->Log();
+  EXPECT_TRUE(learner_->running()) << learner_->Log();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryField, SegmentFieldTest,
+    ::testing::ValuesIn(testutil::BadSegments(
+        {/*num_envs=*/4, /*num_tasks=*/4, /*capacity=*/16, /*execute=*/4})),
+    [](const ::testing::TestParamInfo<testutil::BadSegment>& info) {
+      return info.param.name;
+    });
 
 TEST_F(ServeTest, RolesStopCleanlyOnSigterm) {
   for (RoleProcess* p : {rollout_, inference_, spare_inference_, learner_}) {

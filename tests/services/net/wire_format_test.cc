@@ -10,6 +10,7 @@
 #include "policies/tiny_vla_policy.h"
 #include "rlvla3/v1/rollout.pb.h"
 #include "services/net/weight_codec.h"
+#include "tests/services/net/bad_segments.h"
 
 namespace rlvla3 {
 namespace {
@@ -54,8 +55,9 @@ TEST(WireFormat, SegmentRoundTripsExactly) {
   RolloutSegment a(Shape()), b(Shape());
   Fill(&a, 4, /*bootstrap=*/true);
   v1::TrajectorySegment m;
-  EncodeSegment(a, &m);
-  ASSERT_TRUE(DecodeSegment(m, &b).ok()) << DecodeSegment(m, &b);
+  EncodeSegment(a, a.env_id, &m);
+  ASSERT_TRUE(DecodeSegment(m, SegmentLimits{}, &b).ok())
+      << DecodeSegment(m, SegmentLimits{}, &b);
   const size_t rows = 5 * a.image_bytes;  // n + bootstrap
   EXPECT_TRUE(std::equal(a.agentview.begin(), a.agentview.begin() + rows,
                          b.agentview.begin()));
@@ -86,10 +88,10 @@ TEST(WireFormat, MalformedSegmentIsRefusedNamingTheField) {
   RolloutSegment a(Shape()), b(Shape());
   Fill(&a, 4, true);
   v1::TrajectorySegment m;
-  EncodeSegment(a, &m);
+  EncodeSegment(a, a.env_id, &m);
   v1::TrajectorySegment wrong = m;
   wrong.mutable_action_tokens()->set_shape(1, 4);
-  absl::Status s = DecodeSegment(wrong, &b);
+  absl::Status s = DecodeSegment(wrong, SegmentLimits{}, &b);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("segment.action_tokens"), std::string::npos) << s;
 
@@ -97,13 +99,106 @@ TEST(WireFormat, MalformedSegmentIsRefusedNamingTheField) {
   const float bad = std::numeric_limits<float>::infinity();
   nan.mutable_rewards()->mutable_data()->replace(
       0, 4, reinterpret_cast<const char*>(&bad), 4);
-  s = DecodeSegment(nan, &b);
+  s = DecodeSegment(nan, SegmentLimits{}, &b);
   EXPECT_NE(s.message().find("segment.rewards"), std::string::npos) << s;
 
   v1::TrajectorySegment too_long = m;
   too_long.set_decisions(6);  // capacity 5
-  s = DecodeSegment(too_long, &b);
+  s = DecodeSegment(too_long, SegmentLimits{}, &b);
   EXPECT_NE(s.message().find("segment.decisions"), std::string::npos) << s;
+}
+
+// A valid PPO segment of the test shape: 4 decisions, an episode ending at
+// decision 1, the last one mid-episode with its bootstrap row.
+v1::TrajectorySegment ValidPpoSegment() {
+  RolloutSegment a(Shape());
+  Fill(&a, 4, /*bootstrap=*/true);
+  for (int t = 0; t < 4; ++t) {
+    a.terminal[t] = t == 1;
+    a.executed[t] = 1;
+    a.versions[t] = 7 + t;
+  }
+  a.episode_end = false;
+  a.success = false;
+  v1::TrajectorySegment m;
+  EncodeSegment(a, /*global_env=*/5, &m);
+  return m;
+}
+
+SegmentLimits TestLimits() {
+  SegmentLimits l;
+  l.num_envs = 8;
+  l.num_tasks = 4;
+  l.execute_steps = 3;
+  l.max_version = 10;
+  return l;
+}
+
+TEST(WireFormat, EachBadFieldIsRefusedNamingItAndNothingIsCopied) {
+  const v1::TrajectorySegment valid = ValidPpoSegment();
+  {
+    RolloutSegment b(Shape());
+    ASSERT_TRUE(DecodeSegment(valid, TestLimits(), &b).ok())
+        << DecodeSegment(valid, TestLimits(), &b);
+    EXPECT_EQ(b.env_id, 5);
+  }
+  const auto cases = testutil::BadSegments(
+      {/*num_envs=*/8, /*num_tasks=*/4, /*capacity=*/5, /*execute=*/3});
+  for (const testutil::BadSegment& bad : cases) {
+    SCOPED_TRACE(bad.name);
+    v1::TrajectorySegment m = valid;
+    bad.mutate(&m);
+    RolloutSegment b(Shape());
+    const absl::Status s = DecodeSegment(m, TestLimits(), &b);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find(bad.field), std::string::npos) << s;
+    EXPECT_EQ(b.n, 0);
+    EXPECT_EQ(b.agentview[0], 0);  // nothing copied
+  }
+}
+
+TEST(WireFormat, VersionAheadOfTheLearnerIsRefusedAtItsBound) {
+  v1::TrajectorySegment m = ValidPpoSegment();  // versions 7..10
+  RolloutSegment b(Shape());
+  SegmentLimits l = TestLimits();
+  EXPECT_TRUE(DecodeSegment(m, l, &b).ok());
+  l.max_version = 9;
+  const absl::Status s = DecodeSegment(m, l, &b);
+  EXPECT_NE(s.message().find("segment.policy_versions: element 3"),
+            std::string::npos)
+      << s;
+}
+
+TEST(WireFormat, GrpoSegmentsAreWholeEpisodesOrAnEmptyAbandonment) {
+  SegmentLimits l = TestLimits();
+  l.grpo = true;
+  RolloutSegment a(Shape()), b(Shape());
+  Fill(&a, 3, /*bootstrap=*/false);  // one episode, ends at decision 2
+  for (int t = 0; t < 3; ++t) a.versions[t] = 1;
+  v1::TrajectorySegment m;
+  EncodeSegment(a, 2, &m);
+  EXPECT_TRUE(DecodeSegment(m, l, &b).ok()) << DecodeSegment(m, l, &b);
+
+  v1::TrajectorySegment cut = m;  // an episode split over two segments
+  cut.set_ends_episode(false);
+  cut.set_success(false);
+  EXPECT_NE(DecodeSegment(cut, l, &b).message().find("segment.ends_episode"),
+            std::string::npos);
+
+  v1::TrajectorySegment early = m;  // a done before the last decision
+  testutil::SetElement<uint8_t>(early.mutable_dones(), 0, 1);
+  EXPECT_NE(DecodeSegment(early, l, &b).message().find("segment.dones"),
+            std::string::npos);
+
+  RolloutSegment empty(Shape());  // the env crashed: the episode abandoned
+  empty.n = 0;
+  empty.episode_end = true;
+  EncodeSegment(empty, 2, &m);
+  ASSERT_TRUE(DecodeSegment(m, l, &b).ok()) << DecodeSegment(m, l, &b);
+  EXPECT_EQ(b.n, 0);
+  l.grpo = false;  // PPO has no use for an empty segment
+  EXPECT_NE(DecodeSegment(m, l, &b).message().find("segment.decisions"),
+            std::string::npos);
 }
 
 TinyVLAOptions Small(int64_t d_model = 32) {

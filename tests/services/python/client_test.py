@@ -80,6 +80,24 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(st.invalid_requests, 0)
         client.close()
 
+    def test_settings_describe_the_run(self):
+        client = RolloutClient(self.inference_addr, self.learner_addr, [0],
+                               token=TOKEN)
+        s = client.settings()
+        self.assertEqual((s.image_height, s.image_width, s.proprio_dim,
+                          s.chunk, s.action_dim), (64, 64, 8, 4, 7))
+        self.assertEqual(list(s.cameras), ["agentview", "wrist"])
+        self.assertEqual((s.num_envs, s.envs_per_worker, s.rollout_workers),
+                         (2, 2, 1))
+        self.assertEqual(len(s.instructions), 4)
+        self.assertEqual(s.task_names[0], "put_red_cube_in_basket")
+        self.assertEqual(s.max_segment_decisions, 16)
+        self.assertEqual(s.execute_steps, 4)
+        self.assertEqual((s.algorithm, s.mode), ("ppo", "async"))
+        self.assertEqual(s.global_batch, 2 * 16)
+        self.assertEqual(s.units_per_env_per_version, 16)
+        client.close()
+
     def test_malformed_observation_is_refused_naming_the_field(self):
         client = RolloutClient(self.inference_addr, self.learner_addr, [1],
                                token=TOKEN,
