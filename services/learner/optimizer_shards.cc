@@ -9,6 +9,7 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <type_traits>
 #include <utility>
 
@@ -24,7 +25,9 @@ namespace fs = std::filesystem;
 template <typename Map>
 typename Map::key_type StateKey(const at::Tensor& p) {
   if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+    std::ostringstream key;  // as libtorch 1.13 writes it (guts::to_string)
+    key << p.unsafeGetTensorImpl();
+    return key.str();
   } else {
     return p.unsafeGetTensorImpl();
   }

@@ -12,6 +12,9 @@
 namespace rlvla3 {
 namespace {
 
+constexpr char kNoPython[] =
+    "no python3 with torch found at configure time (cmake/RlVla3Python.cmake)";
+
 std::string Export(const testutil::TestDir& dir, const std::string& name,
                    const std::string& extra) {
   const std::string out = dir.File(name);
@@ -33,6 +36,7 @@ PolicyInput Input(int64_t B) {
 }
 
 TEST(TorchScriptPolicy, PythonExportedPolicyRunsThroughTheInterface) {
+  if (std::string(RLVLA3_PYTHON).empty()) GTEST_SKIP() << kNoPython;
   const testutil::TestDir dir;
   const std::string path = Export(dir, "policy.pt", "--chunk 3");
   absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
@@ -52,6 +56,7 @@ TEST(TorchScriptPolicy, PythonExportedPolicyRunsThroughTheInterface) {
 }
 
 TEST(TorchScriptPolicy, MissingMethodOrFileIsAClearError) {
+  if (std::string(RLVLA3_PYTHON).empty()) GTEST_SKIP() << kNoPython;
   const testutil::TestDir dir;
   const std::string path = Export(dir, "broken.pt", "--without-evaluate");
   absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =

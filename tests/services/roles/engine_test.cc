@@ -176,6 +176,10 @@ TEST(LocalEngine, GrpoTrainsOnCompleteGroups) {
 // the same engine (rollout, inference, learner) as TinyVLA, its weights move,
 // and the checkpoint it writes loads back.
 TEST(LocalEngine, TrainsAUsersTorchScriptPolicy) {
+  if (std::string(RLVLA3_PYTHON).empty()) {
+    GTEST_SKIP() << "no python3 with torch found at configure time "
+                    "(cmake/RlVla3Python.cmake)";
+  }
   const rlvla3::testutil::TestDir dir;
   const std::string module = dir.File("policy.pt");
   const std::string cmd = std::string(RLVLA3_PYTHON) + " " + RLVLA3_SOURCE_DIR +
