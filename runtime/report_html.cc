@@ -15,14 +15,28 @@ constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c",
 constexpr int kWidth = 640, kHeight = 300;
 // The title on the first row, the legend on its own row below it (never
 // over the title), then the plot.
-constexpr int kLeft = 64, kRight = 16, kTop = 46, kBottom = 44;
+// kRight: half the widest x tick label ("12.5k"), so the last is not cut.
+constexpr int kLeft = 64, kRight = 24, kTop = 46, kBottom = 44;
 constexpr int kTitleY = 16, kLegendY = 34;
 
+// A value as people write it: 0.25, 437, 12.3k, 1.5M (never 1e+04).
 std::string Num(double v) {
-  if (v != 0 && (std::fabs(v) >= 1e5 || std::fabs(v) < 1e-2)) {
-    return absl::StrFormat("%.2g", v);
-  }
+  const double a = std::fabs(v);
+  if (v == 0) return "0";
+  if (a >= 1e6) return absl::StrFormat("%.3gM", v / 1e6);
+  if (a >= 1e4) return absl::StrFormat("%.3gk", v / 1e3);
+  if (a < 1e-2) return absl::StrFormat("%.2g", v);
   return absl::StrFormat("%.4g", v);
+}
+
+// Tick `i` of an axis with round step `step`: every tick in the unit the
+// step needs (5k, 10k, 15k rather than 5000, 10k, 15k).
+std::string Tick(double step, int i) {
+  const double v = step * i;
+  if (i == 0) return "0";
+  if (step >= 1e6) return absl::StrFormat("%gM", v / 1e6);
+  if (step >= 1e3) return absl::StrFormat("%gk", v / 1e3);
+  return Num(v);
 }
 
 // A round tick step (1, 2 or 5 x 10^k) giving about `target` intervals up
@@ -61,7 +75,7 @@ void Axes(const std::string& title, const std::string& x_label,
                           "stroke=\"#ddd\"/>\n<text x=\"%d\" y=\"%.1f\" "
                           "text-anchor=\"end\">%s</text>\n",
                           kLeft, py, kWidth - kRight, py, kLeft - 4, py + 4,
-                          Num(y.step * i));
+                          Tick(y.step, i));
   }
   absl::StrAppendFormat(
       out,
@@ -102,7 +116,7 @@ std::string RenderLine(const LineChart& c) {
     absl::StrAppendFormat(
         &out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
         kLeft + plot_w * static_cast<double>(i) / xt.count, kTop + plot_h + 14,
-        Num(xt.step * i));
+        Tick(xt.step, i));
   }
   for (size_t i = 0; i < c.series.size(); ++i) {
     const Series& s = c.series[i];

@@ -11,6 +11,7 @@ JOBS=${JOBS:-$(nproc)}
 
 bash scripts/install_deps.sh
 bash scripts/check_format.sh
+bash scripts/check_layers.sh
 
 # The learner's NCCL backend compiles and links wherever the CUDA toolkit with
 # NCCL is (no GPU needed; its test runs on a GPU, else checks the error).

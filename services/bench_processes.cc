@@ -7,13 +7,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/stop_signal.h"
 #include "runtime/text_file.h"
 #include "services/child_process.h"
 #include "services/local_cluster.h"
 #include "services/net/grpc_common.h"
 #include "services/net/role_status.h"
 #include "services/serve.h"
-#include "services/train.h"
 
 namespace rlvla3 {
 namespace {

@@ -15,11 +15,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/stop_signal.h"
 #include "runtime/text_file.h"
 #include "services/child_process.h"
 #include "services/net/role_status.h"
 #include "services/net/roster.h"
-#include "services/train.h"
 
 namespace rlvla3 {
 namespace {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "rlvla3/v1/services.grpc.pb.h"
 #include "runtime/rate_meter.h"
+#include "runtime/stop_signal.h"
 #include "runtime/weight_channel.h"
 #include "services/engine_config.h"
 #include "services/inference/inference_server.h"
@@ -29,7 +30,6 @@
 #include "services/net/segment_client.h"
 #include "services/net/weight_client.h"
 #include "services/rollout/rollout_worker.h"
-#include "services/train.h"
 
 namespace rlvla3 {
 namespace {

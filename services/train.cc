@@ -29,23 +29,7 @@ namespace {
 // Version ranges in the success-by-start-version summary and chart.
 constexpr int kSuccessBuckets = 4;
 
-// Set by SIGINT/SIGTERM (a signal handler can only reach a global; the
-// engine polls it through EngineHooks::should_stop).
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void StopOnSignal(int) { g_interrupted.store(true); }
-
 }  // namespace
-
-void InstallStopSignalHandlers() {
-  struct sigaction sa = {};
-  sa.sa_handler = StopOnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-bool StopSignalled() { return g_interrupted.load(); }
 
 absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
                                         const std::string& run_dir,
@@ -170,10 +154,10 @@ absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
         p.busy_learner, static_cast<int64_t>(s.Get("queue_request_depth")),
         static_cast<int64_t>(s.Get("queue_trajectory_depth"))));
   };
-  hooks.should_stop = [] { return g_interrupted.load(); };
+  hooks.should_stop = [] { return StopSignalled(); };
   absl::Status s = e.Run(hooks);
   progress.Finish();
-  run.interrupted = g_interrupted.load();
+  run.interrupted = StopSignalled();
   if (!s.ok()) return s;
   {
     absl::MutexLock lock(&output_mu);

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
 #include "runtime/report_html.h"
+#include "runtime/stop_signal.h"
 #include "services/engine/local_engine.h"
 
 namespace rlvla3 {
@@ -59,11 +60,6 @@ std::vector<ReportSection> RunReportSections(
     const std::vector<const EngineRun*>& runs);
 
 std::string FormatTrainSummary(const EngineRun& r);
-
-// Installs SIGINT/SIGTERM handlers that stop the running engine.
-void InstallStopSignalHandlers();
-// A SIGINT/SIGTERM has arrived since the handlers were installed.
-bool StopSignalled();
 
 }  // namespace rlvla3
 

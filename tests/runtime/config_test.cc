@@ -201,7 +201,18 @@ TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
 TEST(Config, EmptyFileMeansDefaults) {
   const testutil::TestDir dir;
   const std::string path = WriteTemp(dir, "empty.yaml", "");
-  EXPECT_TRUE(LoadConfig(path, {}).ok());
+  absl::StatusOr<Config> c = LoadConfig(path, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  // Every key, compared through the schema: a default the loader changed
+  // (or a key it failed to bind) shows as a differing line.
+  EXPECT_EQ(ConfigToYaml(*c), ConfigToYaml(Config{}));
+  EXPECT_EQ(c->batcher.max_batch, Config{}.batcher.max_batch);
+  EXPECT_EQ(c->rl.algorithm, "ppo");
+  // A comment-only file is empty too.
+  const std::string comments = WriteTemp(dir, "comments.yaml", "# nothing\n");
+  absl::StatusOr<Config> d = LoadConfig(comments, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(ConfigToYaml(*d), ConfigToYaml(Config{}));
 }
 
 }  // namespace

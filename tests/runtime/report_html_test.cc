@@ -26,6 +26,28 @@ TEST(ReportHtml, AxesEndAtRoundNumbersWithRoundTicks) {
   EXPECT_NE(html.find(">frames/s<"), std::string::npos);
 }
 
+TEST(ReportHtml, ThousandsReadAsPeopleWriteThemAndTheLastTickFits) {
+  Report r{"t", {}};
+  ReportSection s;
+  s.lines.push_back(LineChart{"success vs trained samples",
+                              "trained samples",
+                              "success",
+                              {{"async", {0, 7000, 14600}, {0, 0.4, 0.5}}}});
+  r.sections.push_back(s);
+  const std::string html = RenderReportHtml(r);
+  for (const char* tick : {">5k<", ">10k<", ">15k<"}) {
+    EXPECT_NE(html.find(tick), std::string::npos) << tick;
+  }
+  EXPECT_EQ(html.find(">5000<"), std::string::npos);
+  EXPECT_EQ(html.find("e+"), std::string::npos);  // no 1e+04, no 1.5e+0
+  // The last x tick's centre leaves room for half a label before the edge.
+  const size_t last = html.find(">15k<");
+  ASSERT_NE(last, std::string::npos);
+  const size_t x_at = html.rfind("x=\"", last);
+  const double x = std::stod(html.substr(x_at + 3));
+  EXPECT_LE(x + 12, 640.0);  // "15k" is about 20 px wide at 11 px
+}
+
 TEST(ReportHtml, TheLegendHasItsOwnRowUnderTheTitle) {
   Report r{"t", {}};
   ReportSection s;

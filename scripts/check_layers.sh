@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The floors of the house (README "Code layout and style"): a folder includes
+# only project headers from its own floor or the floors below it.
+#   runtime/                        the ground: runtime/ only
+#   envs/, policies/                runtime/ and themselves (not each other)
+#   services/{rollout,inference,learner}   the roles: the floors below, themselves
+#   services/engine                 the roles wired in one process
+#   services/net, services/kube     the network and deploy layers: below + themselves
+#   services/*.cc|h (the verbs)     anything
+# Third-party and generated headers (absl/, grpcpp/, rlvla3/v1/, torch/, ...)
+# are not floors. Exits 1 listing every include that points up a floor.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# folder -> project folders its files may include (space-separated prefixes).
+declare -A allowed=(
+  [runtime]="runtime/"
+  [envs]="runtime/ envs/"
+  [policies]="runtime/ policies/"
+  [services/rollout]="runtime/ envs/ policies/ services/rollout/"
+  [services/inference]="runtime/ policies/ services/inference/"
+  [services/learner]="runtime/ policies/ services/learner/"
+  [services/engine]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/"
+  [services/net]="runtime/ envs/ policies/ services/net/"
+  [services/kube]="runtime/ services/kube/"
+)
+project='^(runtime|envs|policies|services)/'
+
+bad=0
+for folder in "${!allowed[@]}"; do
+  while IFS= read -r line; do
+    file=${line%%:*}
+    header=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"${line#*:}")
+    [[ $header =~ $project ]] || continue
+    ok=0
+    for prefix in ${allowed[$folder]}; do
+      if [[ $header == "$prefix"* ]]; then ok=1; break; fi
+    done
+    if [[ $ok == 0 ]]; then
+      echo "check_layers: $file includes \"$header\", above its floor ($folder may include: ${allowed[$folder]})"
+      bad=1
+    fi
+  done < <(grep -rHE '^#include "' "$folder" --include='*.h' --include='*.cc' | \
+           sed -E 's/^([^:]+):[0-9]*:?/\1:/' || true)
+done
+if [[ $bad != 0 ]]; then exit 1; fi
+echo "check_layers: every include points at its own floor or one below"
