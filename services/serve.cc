@@ -30,6 +30,7 @@
 #include "services/net/segment_client.h"
 #include "services/net/weight_client.h"
 #include "services/rollout/rollout_worker.h"
+#include "services/run_settings.h"
 
 namespace rlvla3 {
 namespace {
@@ -69,7 +70,7 @@ absl::StatusOr<RoleSetup> Setup(const Config& c) {
   s.shape =
       WireShape{sh.height, sh.width, sh.proprio_dim, sh.chunk, sh.action_dim};
   s.workers = static_cast<int>(c.cluster.rollout_workers);
-  s.global_envs = s.workers * s.options.rollout.pool.num_envs;
+  s.global_envs = GlobalEnvs(s.options, RunLayout{s.workers});
   return s;
 }
 
@@ -171,49 +172,6 @@ absl::Status CheckRanksGetEqualShares(const Config& c, int global_envs,
   return absl::OkStatus();
 }
 
-// The ranges every segment a learner receives is checked against.
-SegmentLimits SegmentLimitsOf(const RoleSetup& s) {
-  SegmentLimits l;
-  l.num_envs = s.global_envs;
-  l.num_tasks = static_cast<int>(s.options.instructions.size());
-  l.execute_steps = s.options.rollout.execute_steps;
-  l.grpo = s.options.rollout.grpo;
-  return l;
-}
-
-// What Learner.GetRunSettings answers: the run as a rollout worker sees it.
-v1::RunSettings RunSettingsOf(const Config& c, const RoleSetup& s,
-                              int learner_ranks) {
-  v1::RunSettings r;
-  const SegmentShape& sh = s.options.segment_shape;
-  const RolloutWorkerOptions& ro = s.options.rollout;
-  r.set_image_height(static_cast<uint32_t>(sh.height));
-  r.set_image_width(static_cast<uint32_t>(sh.width));
-  r.add_cameras("agentview");
-  r.add_cameras("wrist");
-  r.set_proprio_dim(static_cast<uint32_t>(sh.proprio_dim));
-  r.set_chunk(static_cast<uint32_t>(sh.chunk));
-  r.set_action_dim(static_cast<uint32_t>(sh.action_dim));
-  r.set_action_bins(256);  // uint8 tokens (ActionTokenizer::kDefaultBins)
-  r.set_execute_steps(static_cast<uint32_t>(ro.execute_steps));
-  r.set_max_segment_decisions(static_cast<uint32_t>(sh.capacity));
-  r.set_num_envs(static_cast<uint32_t>(s.global_envs));
-  r.set_envs_per_worker(static_cast<uint32_t>(ro.pool.num_envs));
-  r.set_rollout_workers(static_cast<uint32_t>(s.workers));
-  for (const std::string& n : s.options.task_names) r.add_task_names(n);
-  for (const std::string& i : s.options.instructions) r.add_instructions(i);
-  r.set_algorithm(s.options.algorithm);
-  r.set_grpo_group_size(static_cast<uint32_t>(ro.group_size));
-  r.set_mode(s.options.sync ? "sync" : "async");
-  r.set_max_policy_lag(static_cast<uint32_t>(ro.max_policy_lag));
-  r.set_global_batch(
-      static_cast<uint64_t>(s.options.learner.core.global_units * s.workers));
-  r.set_units_per_env_per_version(static_cast<uint64_t>(ro.quota));
-  r.set_learner_ranks(static_cast<uint32_t>(learner_ranks));
-  r.set_route_block(static_cast<uint32_t>(RouteBlock(c)));
-  return r;
-}
-
 // The learner role's options in a process: its share of the global batch,
 // its group, where its checkpoints go.
 absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
@@ -254,13 +212,16 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   LearnerServiceOptions so;
   so.shape = s.options.segment_shape;
   so.segment_count = s.options.segment_count * s.workers;
-  so.limits = SegmentLimitsOf(s);
+  const RunLayout layout{s.workers, RouteBlock(c), (*group)->world_size()};
+  so.limits = SegmentLimitsOf(s.options, layout);
   so.version_slack = (*group)->rank() > 0 ? 1 : 0;
   LearnerService service(so, s.net, &weights, &metrics);
   Learner learner(s.parts.policy, lo, s.parts.version, &service, &weights,
                   &metrics, &timeline);
   service.SetVersionSource([&learner] { return learner.version(); });
-  service.SetRunSettings(RunSettingsOf(c, s, (*group)->world_size()));
+  v1::RunSettings settings;
+  FillRunSettings(s.options, layout, &settings);
+  service.SetRunSettings(settings);
   Counter& trained = metrics.counter("trained_samples");
   Counter& steps = metrics.counter("optimizer_steps");
   Counter& expired = metrics.counter("expired_episodes");

@@ -141,18 +141,27 @@ TEST_F(ServeTest, CallWithoutTokenIsUnauthenticated) {
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
+// The test config's shapes (64x64 cameras, P 8, K 4, A 7).
+const WireShape kShape{64, 64, 8, 4, 7};
+
+// A well-formed observation of task 0 for global env `env`.
+v1::Observation ObservationFor(int env) {
+  const std::vector<uint8_t> image(64 * 64 * 3, 128);
+  const std::vector<float> proprio(8, 0.1f);
+  const ObservationRequest r{0, 0, image.data(), image.data(), proprio.data(),
+                             0};
+  v1::Observation m;
+  EncodeObservation(r, env, kShape, &m);
+  return m;
+}
+
 TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
   auto stub =
       v1::Inference::NewStub(MakeChannel(spare_inference_->address(), Net()));
   grpc::ClientContext ctx;
   PrepareContext(&ctx, Net(), absl::Seconds(60));
   auto stream = stub->Act(&ctx);
-  const WireShape shape{64, 64, 8, 4, 7};
-  std::vector<uint8_t> image(64 * 64 * 3, 128);
-  std::vector<float> proprio(8, 0.1f);
-  ObservationRequest r{0, 0, image.data(), image.data(), proprio.data(), 0};
-  v1::Observation good;
-  EncodeObservation(r, 2, shape, &good);
+  const v1::Observation good = ObservationFor(2);
 
   v1::Observation nan = good;
   nan.set_env_id(0);
@@ -188,7 +197,7 @@ TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
   ASSERT_TRUE(stream->Read(&reply));
   EXPECT_EQ(reply.error_code(), 0) << reply.error_message();
   EXPECT_EQ(reply.env_id(), 2u);
-  EXPECT_TRUE(CheckReply(reply, shape).ok()) << CheckReply(reply, shape);
+  EXPECT_TRUE(CheckReply(reply, kShape).ok()) << CheckReply(reply, kShape);
   stream->WritesDone();
   EXPECT_TRUE(stream->Finish().ok());
   // Every other client kept being served: the rollout worker still steps.
@@ -304,14 +313,8 @@ TEST_F(ServeTest, RepliesPendingWhenTheClientHalfClosesAreDelivered) {
   grpc::ClientContext ctx;
   PrepareContext(&ctx, Net(), absl::Seconds(60));
   auto stream = stub->Act(&ctx);
-  const WireShape shape{64, 64, 8, 4, 7};
-  std::vector<uint8_t> image(64 * 64 * 3, 90);
-  std::vector<float> proprio(8, 0.2f);
   for (int env = 0; env < 4; ++env) {
-    ObservationRequest r{0, 0, image.data(), image.data(), proprio.data(), 0};
-    v1::Observation m;
-    EncodeObservation(r, env, shape, &m);
-    ASSERT_TRUE(stream->Write(m));
+    ASSERT_TRUE(stream->Write(ObservationFor(env)));
   }
   stream->WritesDone();  // at once: the replies are still being inferred
   std::vector<bool> answered(4, false);
