@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include "policies/device.h"
+
 namespace rlvla3 {
 namespace {
 
@@ -82,7 +84,8 @@ PackedGroups::PackedGroups(const std::vector<int64_t>& offsets,
     for (int64_t r = offsets[b]; r < offsets[b + 1]; ++r) rows.push_back(r);
   }
   for (const auto& [length, rows] : by_length) {
-    groups.push_back({length, torch::tensor(rows, at::kLong).to(device)});
+    groups.push_back(
+        {length, ToDevice(torch::tensor(rows, at::kLong), device)});
   }
 }
 
@@ -99,7 +102,8 @@ at::Tensor TransformerBlockImpl::ForwardPacked(const at::Tensor& x,
     at::Tensor out = Attend(seg[0], seg[1], seg[2], at::Tensor())
                          .transpose(1, 2)
                          .reshape({G * L, d_model_});
-    attended = attended.index_copy(0, g.rows, out);
+    // (Under bf16 autocast the attention's output is bf16, the stream not.)
+    attended = attended.index_copy(0, g.rows, out.to(x.scalar_type()));
   }
   at::Tensor h = x + proj_(attended);
   return h + fc2_(torch::gelu(fc1_(ln2_(h))));
@@ -191,11 +195,14 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
         torch::arange(S, at::kLong).unsqueeze(0) - text_start;  // [1, S]
     at::Tensor pad =
         (j >= lens.unsqueeze(1)) & (j >= 0) & (j < text_ids.size(1));
-    at::Tensor mask = torch::zeros({B, 1, 1, S})
-                          .masked_fill(pad.view({B, 1, 1, S}).to(x.device()),
-                                       -std::numeric_limits<float>::infinity());
+    // Built on the host (where the lengths are), sent in one copy.
+    const at::Tensor mask =
+        ToDevice(torch::zeros({B, 1, 1, S})
+                     .masked_fill(pad.view({B, 1, 1, S}),
+                                  -std::numeric_limits<float>::infinity()),
+                 x.device());
     for (auto& blk : *blocks_)
-      x = blk->as<TransformerBlock>()->ForwardPadded(x, mask.to(x.device()));
+      x = blk->as<TransformerBlock>()->ForwardPadded(x, mask);
     readout = x.select(1, S - 1);
   } else {
     std::vector<at::Tensor> pieces;
@@ -216,7 +223,7 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
         torch::tensor(std::vector<int64_t>(offsets.begin() + 1, offsets.end()),
                       at::kLong) -
         1;
-    readout = x.index_select(0, ends.to(x.device()));
+    readout = x.index_select(0, ToDevice(ends, x.device()));
   }
   readout = final_ln_(readout);
   TinyVLAOutput out;

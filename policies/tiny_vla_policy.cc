@@ -11,8 +11,8 @@ namespace rlvla3 {
 
 TinyVLAPolicy::TinyVLAPolicy(TinyVLA net, uint64_t version,
                              bool packed_evaluate)
-    : net_(std::move(net)),
-      version_(version),
+    : TrainablePolicy(version),
+      net_(std::move(net)),
       packed_evaluate_(packed_evaluate) {}
 
 void TinyVLAPolicy::LogProbs(const at::Tensor& logits, const at::Tensor& tokens,
@@ -53,6 +53,12 @@ at::Tensor TinyVLAPolicy::Values(const PolicyInput& in) {
 }
 
 void TinyVLAPolicy::SetTraining(bool training) { net_->train(training); }
+
+void TinyVLAPolicy::To(const at::Device& device) { net_->to(device); }
+
+at::Device TinyVLAPolicy::device() const {
+  return net_->parameters().front().device();
+}
 
 std::shared_ptr<TrainablePolicy> TinyVLAPolicy::Snapshot(uint64_t version) {
   auto copy = std::dynamic_pointer_cast<TinyVLAImpl>(net_->clone());

@@ -13,7 +13,6 @@
 #ifndef RLVLA3_POLICIES_TINY_VLA_POLICY_H_
 #define RLVLA3_POLICIES_TINY_VLA_POLICY_H_
 
-#include <atomic>
 #include <string>
 #include <vector>
 
@@ -32,16 +31,14 @@ class TinyVLAPolicy final : public TrainablePolicy {
   int chunk() const override {
     return static_cast<int>(net_->options().chunk());
   }
-  uint64_t version() const override {
-    return version_.load(std::memory_order_acquire);
-  }
-  void set_version(uint64_t v) { version_.store(v, std::memory_order_release); }
 
   // TrainablePolicy. Groups: value_head.* (value), action_log_scale
   // (action_scale), everything else (weights).
   ParameterGroups Parameters() override;
   at::Tensor Values(const PolicyInput& in) override;
   void SetTraining(bool training) override;
+  void To(const at::Device& device) override;
+  at::Device device() const override;
   std::shared_ptr<TrainablePolicy> Snapshot(uint64_t version) override;
   const char* kind() const override { return "tiny_vla"; }
   NamedTensors State() override;
@@ -63,7 +60,6 @@ class TinyVLAPolicy final : public TrainablePolicy {
 
  private:
   TinyVLA net_;
-  std::atomic<uint64_t> version_;
   bool packed_evaluate_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
 
 namespace rlvla3 {
@@ -67,10 +68,11 @@ absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> TorchScriptPolicy::Load(
 ActResult TorchScriptPolicy::Act(const PolicyInput& in, bool greedy) {
   torch::NoGradGuard no_grad;
   const uint64_t version = this->version();
-  auto out = module_->m
-                 .get_method("act")({in.agentview, in.wrist, in.proprio,
-                                     in.text, in.text_len, greedy})
-                 .toTuple();
+  auto out =
+      module_->m
+          .get_method("act")({in.agentview, in.wrist, in.proprio, in.text,
+                              ToDevice(in.text_len, device_), greedy})
+          .toTuple();
   ActResult r;
   r.tokens = out->elements()[0].toTensor();
   r.log_probs = out->elements()[1].toTensor();
@@ -82,10 +84,11 @@ ActResult TorchScriptPolicy::Act(const PolicyInput& in, bool greedy) {
 
 EvalResult TorchScriptPolicy::Evaluate(const PolicyInput& in,
                                        const at::Tensor& tokens) {
-  auto out = module_->m
-                 .get_method("evaluate")({in.agentview, in.wrist, in.proprio,
-                                          in.text, in.text_len, tokens})
-                 .toTuple();
+  auto out =
+      module_->m
+          .get_method("evaluate")({in.agentview, in.wrist, in.proprio, in.text,
+                                   ToDevice(in.text_len, device_), tokens})
+          .toTuple();
   EvalResult e;
   e.log_probs = out->elements()[0].toTensor();
   e.entropy = out->elements()[1].toTensor();
@@ -110,13 +113,21 @@ TrainablePolicy::ParameterGroups TorchScriptPolicy::Parameters() {
 at::Tensor TorchScriptPolicy::Values(const PolicyInput& in) {
   torch::NoGradGuard no_grad;
   const at::Tensor tokens =
-      torch::zeros({in.proprio.size(0), chunk_, 7}, torch::kLong);
+      torch::zeros({in.proprio.size(0), chunk_, 7},
+                   torch::TensorOptions(torch::kLong).device(device_));
   return Evaluate(in, tokens).values;
 }
 
 void TorchScriptPolicy::SetTraining(bool training) {
   module_->m.train(training);
 }
+
+void TorchScriptPolicy::To(const at::Device& device) {
+  module_->m.to(device);
+  device_ = device;
+}
+
+at::Device TorchScriptPolicy::device() const { return device_; }
 
 std::shared_ptr<TrainablePolicy> TorchScriptPolicy::Snapshot(uint64_t version) {
   std::shared_ptr<TorchScriptPolicy> p(new TorchScriptPolicy);
@@ -127,6 +138,7 @@ std::shared_ptr<TrainablePolicy> TorchScriptPolicy::Snapshot(uint64_t version) {
   p->bins_ = bins_;
   p->chunk_ = chunk_;
   p->max_text_len_ = max_text_len_;
+  p->device_ = device_;
   p->set_version(version);
   return p;
 }

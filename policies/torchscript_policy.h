@@ -28,7 +28,6 @@
 #ifndef RLVLA3_POLICIES_TORCHSCRIPT_POLICY_H_
 #define RLVLA3_POLICIES_TORCHSCRIPT_POLICY_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
 
@@ -49,14 +48,12 @@ class TorchScriptPolicy final : public TrainablePolicy {
   ActResult Act(const PolicyInput& in, bool greedy) override;
   EvalResult Evaluate(const PolicyInput& in, const at::Tensor& tokens) override;
   int chunk() const override { return chunk_; }
-  uint64_t version() const override {
-    return version_.load(std::memory_order_acquire);
-  }
-  void set_version(uint64_t v) { version_.store(v, std::memory_order_release); }
 
   ParameterGroups Parameters() override;
   at::Tensor Values(const PolicyInput& in) override;
   void SetTraining(bool training) override;
+  void To(const at::Device& device) override;
+  at::Device device() const override;
   std::shared_ptr<TrainablePolicy> Snapshot(uint64_t version) override;
   const char* kind() const override { return "torchscript"; }
   NamedTensors State() override;
@@ -72,7 +69,7 @@ class TorchScriptPolicy final : public TrainablePolicy {
   int64_t bins_ = 256;
   int chunk_ = 1;
   int64_t max_text_len_ = 16;
-  std::atomic<uint64_t> version_{0};
+  at::Device device_{at::kCPU};
 };
 
 }  // namespace rlvla3

@@ -17,7 +17,9 @@
 #define RLVLA3_POLICIES_TRAINABLE_POLICY_H_
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,6 +35,11 @@ namespace rlvla3 {
 
 class TrainablePolicy : public Policy {
  public:
+  // The weights' version (Policy): set by whoever updates them.
+  uint64_t version() const final {
+    return version_.load(std::memory_order_acquire);
+  }
+  void set_version(uint64_t v) { version_.store(v, std::memory_order_release); }
   // The trainable parameters, each in exactly one group.
   struct ParameterGroups {
     std::vector<at::Tensor> weights;       // the policy's own weights
@@ -43,6 +50,10 @@ class TrainablePolicy : public Policy {
   // Critic values [B] of the observations, without autograd.
   virtual at::Tensor Values(const PolicyInput& in) = 0;
   virtual void SetTraining(bool training) = 0;
+  // Moves every parameter and buffer to `device` (policies/device.h);
+  // Act and Evaluate then expect their inputs there (text_len on the host).
+  virtual void To(const at::Device& device) = 0;
+  virtual at::Device device() const = 0;
   // A deep copy with gradients off, reporting `version`: the inference
   // server's snapshot, unaffected by later optimizer steps.
   virtual std::shared_ptr<TrainablePolicy> Snapshot(uint64_t version) = 0;
@@ -66,6 +77,12 @@ class TrainablePolicy : public Policy {
   virtual absl::Status Save(const std::string& dir,
                             const TextTokenizer& tokenizer,
                             uint64_t version) = 0;
+
+ protected:
+  explicit TrainablePolicy(uint64_t version = 0) : version_(version) {}
+
+ private:
+  std::atomic<uint64_t> version_;
 };
 
 struct PolicyCheckpoint {

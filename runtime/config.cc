@@ -1,6 +1,9 @@
 #include "runtime/config.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/device_name.h"
 #include "runtime/fault_plan.h"
 
 namespace rlvla3 {
@@ -19,6 +22,29 @@ void DescribeQueue(const std::string& key, QueueConfig* q, ConfigSchema* s) {
          "threads that push; storage is preallocated for them");
   s->Int(key + ".spin_before_sleep", &q->spin_before_sleep, {0, 1000000},
          "semaphore polls before a waiter sleeps (0 on oversubscribed cores)");
+}
+
+void DescribeDevices(Config* c, ConfigSchema* s) {
+  s->String("inference.device", &c->inference.device,
+            "where the inference actors run: cpu, cuda or cuda:N");
+  s->Choice("inference.precision", &c->inference.precision, {"fp32", "bf16"},
+            "the actors' forward passes: fp32, or bf16 autocast");
+  s->String("learner.device", &c->learner.device,
+            "where the learner trains: cpu, cuda or cuda:N");
+  s->Choice("learner.precision", &c->learner.precision, {"fp32", "bf16"},
+            "the learner's forward passes: fp32, or bf16 autocast");
+}
+
+absl::Status CheckDeviceNames(const Config& c) {
+  for (const auto& [key, value] : {std::pair<const char*, const std::string*>{
+                                       "inference.device", &c.inference.device},
+                                   {"learner.device", &c.learner.device}}) {
+    if (!ParseDeviceName(*value).has_value()) {
+      return ConfigError{c.origin, key, *value, "cpu, cuda or cuda:N"}
+          .ToStatus();
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -163,6 +189,7 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Bool("policy.value_detach", &c->policy.value_detach,
           "value head reads stopped-gradient features (critic loss leaves "
           "the actor's trunk alone)");
+  DescribeDevices(c, s);
 
   s->String("sft.tasks", &c->sft.tasks,
             "comma-separated task names (or task files), or all");
@@ -294,6 +321,8 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
     if (absl::Status s = schema.ApplyOverride(o); !s.ok()) return s;
   }
   const std::string origin = path.empty() ? "--set" : path;
+  c.origin = origin;
+  if (absl::Status s = CheckDeviceNames(c); !s.ok()) return s;
   if (c.batcher.max_batch > c.queues.request.capacity) {
     return ConfigError{origin, "batcher.max_batch",
                        absl::StrCat(c.batcher.max_batch),
@@ -318,6 +347,13 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
                        absl::StrCat(c.cluster.inference_servers),
                        "1 when run.mode is sync (the sync barrier waits at "
                        "one inference server for every env)"}
+        .ToStatus();
+  }
+  if (c.cluster.learner_backend == "nccl" &&
+      !ParseDeviceName(c.learner.device)->cuda) {
+    return ConfigError{origin, "learner.device", c.learner.device,
+                       "cuda or cuda:N when cluster.learner_backend is nccl "
+                       "(NCCL reduces GPU tensors)"}
         .ToStatus();
   }
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {

@@ -120,6 +120,20 @@ struct PolicyConfig {
   bool value_detach = true;   // value head on stopped-gradient features
 };
 
+// Where the inference actors' and the learner's tensors live: "cpu", "cuda"
+// or "cuda:N" (runtime/device_name.h). A GPU named here must exist where the
+// role runs (checked when the roles start, not when the config loads).
+struct InferenceConfig {
+  std::string device = "cpu";
+  std::string precision = "fp32";  // fp32, or bf16: Act under bf16 autocast
+};
+struct LearnerConfig {
+  std::string device = "cpu";
+  // fp32, or bf16: the learner's forward passes under bf16 autocast (the
+  // weights, gradients and AdamW state stay fp32).
+  std::string precision = "fp32";
+};
+
 // Behaviour cloning from the scripted experts (`rl-vla3 sft`).
 struct SftConfig {
   std::string tasks = "all";    // comma-separated task names, or "all"
@@ -211,8 +225,13 @@ struct Config {
   MetricsConfig metrics;
   SelfCheckConfig selfcheck;
   PolicyConfig policy;
+  InferenceConfig inference;
+  LearnerConfig learner;
   SftConfig sft;
   RlConfig rl;
+  // Where the values came from (the file, or "--set"), for errors found
+  // after loading. Not a key.
+  std::string origin = "--set";
 };
 
 // Binds every field of `*c` into `*schema` (keys, ranges, help texts).

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/allocator.h"
 #include "runtime/rollout_segment.h"
@@ -66,14 +67,23 @@ PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len) {
 
 void BenchInference(const Config& c, const EngineParts& parts, double seconds,
                     StageAlone* out) {
-  const std::shared_ptr<Policy> policy = parts.policy->Snapshot(0);
+  const std::shared_ptr<TrainablePolicy> policy = parts.policy->Snapshot(0);
+  const at::Device device(c.inference.device);
+  policy->To(device);
   const int64_t B = std::min<int64_t>(c.batcher.max_batch, c.env.num_envs);
-  PolicyInput in = SyntheticInput(c, B, parts.policy->max_text_len());
-  policy->Act(in, false);  // warm-up
+  const PolicyInput in = SyntheticInput(c, B, parts.policy->max_text_len());
+  // As an actor: the batch goes to the device, the values come back (the
+  // batch's host sync).
+  const bool bf16 = c.inference.precision == "bf16";
+  auto act = [&] {
+    AutocastGuard autocast(device, bf16);
+    policy->Act(ToDevice(in, device), false).values.to(torch::kCPU);
+  };
+  act();  // warm-up
   int64_t n = 0;
   const auto t0 = Clock::now();
   while (Since(t0) < seconds) {
-    policy->Act(in, false);
+    act();
     n += B;
   }
   out->inference_batch = static_cast<int>(B);
@@ -90,6 +100,9 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
   lo.algorithm = "ppo";  // synthetic segments: no GRPO groups
   lo.global_units = c.env.num_envs * c.rl.rollout_len;
   lo.max_policy_lag = 1000000;
+  lo.device = at::Device(c.learner.device);
+  lo.publish_device = at::Device(c.inference.device);
+  lo.bf16 = c.learner.precision == "bf16";
   LearnerCore learner(parts.policy, text, lens, lo, 0);
   SegmentShape shape;
   shape.width = static_cast<int>(c.env.image_width);
@@ -142,12 +155,25 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   r.duration_s = duration_s;
   r.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.allocator = AllocatorInUse();
+  if (absl::Status s = CheckRoleDevices(config, true, true); !s.ok()) return s;
+  r.gpus = DescribeGpus();
+  r.inference_device = config.inference.device;
+  r.learner_device = config.learner.device;
+  r.inference_precision = config.inference.precision;
+  r.learner_precision = config.learner.precision;
   r.execute_steps = static_cast<int>(config.rl.execute_steps);
   Config c = config;
   c.rl.duration_s = duration_s;
   c.rl.max_steps = 0;
   absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
   if (!parts.ok()) return parts.status();
+  {
+    const TrainablePolicy::ParameterGroups g = parts->policy->Parameters();
+    for (const auto* group : {&g.weights, &g.value, &g.action_scale}) {
+      for (const at::Tensor& t : *group)
+        r.policy_millions += static_cast<double>(t.numel()) / 1e6;
+    }
+  }
   absl::StatusOr<LocalEngineOptions> engine =
       LocalEngineOptionsFromConfig(c, *parts);
   if (!engine.ok()) return engine.status();
@@ -253,13 +279,16 @@ std::string FormatBenchTable(const BenchResult& r) {
   std::string out = absl::StrFormat(
       "rl-vla3 bench: %s, %.0f s per mode, %d cores, allocator: %s, latency "
       "model: %s\n"
+      "devices: %s; env cpu, inference %s (%s), learner %s (%s); policy %.2f M "
+      "parameters\n"
       "stages alone: env %.0f frames/s (%.2f ms CPU/frame) | inference %.0f "
       "obs/s at batch %d (= %.0f frames/s) | learner %.0f samples/s (= %.0f "
       "frames/s)\n\n",
-      r.config_path, r.duration_s, r.cores, r.allocator, r.latency,
-      r.alone.env_frames_per_s, 1e3 * r.alone.env_cpu_s_per_frame,
-      r.alone.inference_obs_per_s, r.alone.inference_batch,
-      r.alone.inference_obs_per_s * r.execute_steps,
+      r.config_path, r.duration_s, r.cores, r.allocator, r.latency, r.gpus,
+      r.inference_device, r.inference_precision, r.learner_device,
+      r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
+      1e3 * r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
+      r.alone.inference_batch, r.alone.inference_obs_per_s * r.execute_steps,
       r.alone.learner_samples_per_s,
       r.alone.learner_samples_per_s * r.execute_steps);
   absl::StrAppendFormat(&out, "%-28s %12s %12s %10s\n", "", "sync", "async",
@@ -363,7 +392,12 @@ std::string BenchJson(const BenchResult& r) {
   return absl::StrFormat(
       "{\n  \"config\": \"%s\",\n  \"latency_model\": \"%s\",\n  "
       "\"duration_s\": %.1f,\n"
-      "  \"cores\": %d,\n  \"allocator\": \"%s\",\n  \"stages_alone\": "
+      "  \"cores\": %d,\n  \"allocator\": \"%s\",\n"
+      "  \"gpus\": \"%s\",\n  \"devices\": {\"env\": \"cpu\", \"inference\": "
+      "\"%s\", \"inference_precision\": \"%s\", \"learner\": \"%s\", "
+      "\"learner_precision\": \"%s\"},\n"
+      "  \"policy_parameters_millions\": %.3f,\n"
+      "  \"stages_alone\": "
       "{\"env_frames_per_s\": %.3f, "
       "\"env_cpu_s_per_frame\": %.6f, \"inference_obs_per_s\": %.3f, "
       "\"inference_batch\": %d, "
@@ -377,14 +411,16 @@ std::string BenchJson(const BenchResult& r) {
       "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
       "\"advice\": \"%s\",\n  \"processes\": {\"sync\": %s, \"async\": "
       "%s}\n}\n",
-      r.config_path, r.latency, r.duration_s, r.cores, r.allocator,
-      r.alone.env_frames_per_s, r.alone.env_cpu_s_per_frame,
-      r.alone.inference_obs_per_s, r.alone.inference_batch,
-      r.alone.inference_cpu_s_per_frame, r.alone.learner_samples_per_s,
-      r.alone.learner_cpu_s_per_frame, mode(r.sync.summary),
-      mode(r.async.summary), r.ratio_async_over_sync, r.pipeline_limit,
-      r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
-      r.advice, processes(r.processes_sync), processes(r.processes_async));
+      r.config_path, r.latency, r.duration_s, r.cores, r.allocator, r.gpus,
+      r.inference_device, r.inference_precision, r.learner_device,
+      r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
+      r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
+      r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
+      r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,
+      mode(r.sync.summary), mode(r.async.summary), r.ratio_async_over_sync,
+      r.pipeline_limit, r.stage_limit, r.core_limit, r.pipeline_efficiency,
+      r.bottleneck, r.advice, processes(r.processes_sync),
+      processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {

@@ -40,6 +40,11 @@ struct BenchResult {
   std::string allocator;  // AllocatorInUse(): figures depend on it
   double duration_s = 0;
   int cores = 0;
+  // DescribeGpus() ("CPU only", "1 x NVIDIA H100 ..."), and where each
+  // stage's tensors live (env stepping is always on the CPU).
+  std::string gpus, inference_device = "cpu", learner_device = "cpu";
+  std::string inference_precision = "fp32", learner_precision = "fp32";
+  double policy_millions = 0;  // trainable parameters, in millions
   int execute_steps = 1;
   StageAlone alone;
   EngineRun sync, async;

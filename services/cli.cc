@@ -27,6 +27,7 @@
 #include "runtime/thread_budget.h"
 #include "services/bench.h"
 #include "services/config_bridge.h"
+#include "services/engine_config.h"
 #include "services/expert_eval.h"
 #include "services/kube/kube_verbs.h"
 #include "services/local_cluster.h"
@@ -506,6 +507,10 @@ int VerbTrain(const CommonFlags& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
   InitLogging(c->run.log_level);
+  if (absl::Status s = CheckRoleDevices(*c, true, true); !s.ok()) {
+    spdlog::error("train: {}", std::string(s.message()));
+    return kExitUsage;
+  }
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
   if (!dir.ok()) {
     spdlog::error("train: {}", dir.status().ToString());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -14,6 +15,7 @@
 #include "envs/task.h"
 #include "envs/task_file.h"
 #include "policies/checkpoint.h"
+#include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
 #include "policies/torchscript_policy.h"
 #include "services/config_bridge.h"
@@ -45,6 +47,22 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   lo.ppo_epochs = static_cast<int>(rl.ppo_epochs);
   lo.minibatches = static_cast<int>(rl.minibatches);
   return lo;
+}
+
+absl::Status CheckRoleDevices(const Config& c, bool inference, bool learner) {
+  const std::pair<const char*, const std::string*> keys[] = {
+      {inference ? "inference.device" : nullptr, &c.inference.device},
+      {learner ? "learner.device" : nullptr, &c.learner.device}};
+  for (const auto& [key, value] : keys) {
+    if (key == nullptr) continue;
+    if (absl::StatusOr<at::Device> d = ParseDevice(*value); !d.ok()) {
+      return ConfigError{
+          c.origin, key, *value,
+          absl::StrCat("a device this machine has: ", d.status().message())}
+          .ToStatus();
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EngineParts> BuildEngineParts(const Config& c) {
@@ -168,6 +186,10 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   i.action_dim = kActionDim;
   i.text = text;
   i.text_len = text_len;
+  // Names checked when the config loaded; that this machine has them, by
+  // CheckRoleDevices where the roles start.
+  i.device = at::Device(c.inference.device);
+  i.bf16 = c.inference.precision == "bf16";
 
   LearnerRoleOptions& l = o.learner;
   l.core = LearnerOptionsFromConfig(c.rl);
@@ -175,6 +197,9 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   l.core.max_policy_lag = lag;
   l.core.grpo_group_size = group_size;
   l.core.shuffle_seed = static_cast<uint64_t>(c.run.seed);
+  l.core.device = at::Device(c.learner.device);
+  l.core.bf16 = c.learner.precision == "bf16";
+  l.core.publish_device = i.device;  // one process: to the local actors
   l.text = text;
   l.text_len = text_len;
   l.nice = static_cast<int>(c.threads.learner_nice);

@@ -28,6 +28,11 @@ absl::StatusOr<EngineParts> BuildEngineParts(const Config& c);
 // the engine's shape: global_units, max_policy_lag, grpo_group_size.
 LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl);
 
+// A ConfigError (the CLI exits 2) naming inference.device or learner.device
+// when this machine lacks the GPU it names. Only the roles this process runs
+// are checked: a rollout worker on a CPU node shares the GPU job's config.
+absl::Status CheckRoleDevices(const Config& c, bool inference, bool learner);
+
 // Every role's options for `c` and the policy in `parts` (its chunk and text
 // length); the sync wiring's lag 0 included.
 absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(

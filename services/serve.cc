@@ -35,7 +35,7 @@
 namespace rlvla3 {
 namespace {
 
-constexpr int kExitOk = 0, kExitFailure = 1;
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 using Clock = std::chrono::steady_clock;
 
 // What every role process starts from: the policy (its kind, chunk and text
@@ -129,7 +129,7 @@ std::string SilentRoles(const RosterService& roster) {
 
 int Fail(const char* role, const absl::Status& s) {
   spdlog::error("{}: {}", role, s.ToString());
-  return kExitFailure;
+  return IsConfigError(s) ? kExitUsage : kExitFailure;
 }
 
 // This process's place in the data-parallel learner (WORLD_SIZE ranks, as
@@ -192,6 +192,8 @@ absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
     return st;
   }
   lo.core.global_units = global / world;
+  // Weights leave over the wire: snapshots stay on the learner's device.
+  lo.core.publish_device = lo.core.device;
   lo.whole_batch = s.options.sync;  // sync: train once the batch is complete
   lo.reducer = reducer;
   lo.checkpoint_dir =
@@ -200,6 +202,8 @@ absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
 }
 
 int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
+  if (absl::Status st = CheckRoleDevices(c, false, true); !st.ok())
+    return Fail("learner", st);
   absl::StatusOr<std::unique_ptr<GradientReducer>> group = JoinLearnerGroup(c);
   if (!group.ok()) return Fail("learner", group.status());
   absl::StatusOr<LearnerRoleOptions> role =
@@ -281,6 +285,8 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   if (f.learner.empty()) {
     return Fail("inference", absl::InvalidArgumentError("needs --learner"));
   }
+  if (absl::Status st = CheckRoleDevices(c, true, false); !st.ok())
+    return Fail("inference", st);
   MetricsRegistry metrics;
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
@@ -297,6 +303,7 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   // Weights come from the learner only: the server starts serving with the
   // learner's first version, loaded into a copy of this process's policy.
   std::shared_ptr<TrainablePolicy> base = s.parts.policy;
+  base->To(s.options.inference.device);
   WeightSubscriber::Callbacks cb;
   cb.on_weights = [&weights, &service,
                    base](AssembledWeights w) -> absl::Status {

@@ -7,33 +7,42 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "policies/device.h"
 #include "runtime/steady_clock.h"
 #include "runtime/torch_status.h"
 
 namespace rlvla3 {
 namespace {
 
-// The batch's observations as one PolicyInput (one copy per image).
+// The batch's observations as one PolicyInput on the host, one copy per
+// image, in pinned memory when the policy is on a GPU (its copy to the device
+// then never blocks the actor).
 PolicyInput GatherRequests(const std::vector<ObservationRequest>& batch,
                            const InferenceServerOptions& o) {
   const int64_t B = static_cast<int64_t>(batch.size());
+  const int64_t L = o.text.size(1);
   const size_t img = static_cast<size_t>(o.image_height) * o.image_width * 3;
   PolicyInput in;
-  in.agentview =
-      torch::empty({B, o.image_height, o.image_width, 3}, torch::kByte);
-  in.wrist = torch::empty({B, o.image_height, o.image_width, 3}, torch::kByte);
-  in.proprio = torch::empty({B, o.proprio_dim});
-  at::Tensor task = torch::empty({B}, torch::kLong);
+  in.agentview = torch::empty({B, o.image_height, o.image_width, 3},
+                              HostStaging(o.device, torch::kByte));
+  in.wrist = torch::empty({B, o.image_height, o.image_width, 3},
+                          HostStaging(o.device, torch::kByte));
+  in.proprio =
+      torch::empty({B, o.proprio_dim}, HostStaging(o.device, torch::kFloat));
+  in.text = torch::empty({B, L}, HostStaging(o.device, torch::kLong));
+  in.text_len = torch::empty({B}, torch::kLong);
+  const int64_t* text = o.text.data_ptr<int64_t>();
+  const int64_t* text_len = o.text_len.data_ptr<int64_t>();
   for (int64_t b = 0; b < B; ++b) {
     const ObservationRequest& r = batch[static_cast<size_t>(b)];
     std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img, r.agentview, img);
     std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, r.wrist, img);
     std::memcpy(in.proprio.data_ptr<float>() + b * o.proprio_dim, r.proprio,
                 sizeof(float) * o.proprio_dim);
-    task.data_ptr<int64_t>()[b] = r.task;
+    std::memcpy(in.text.data_ptr<int64_t>() + b * L, text + r.task * L,
+                sizeof(int64_t) * L);
+    in.text_len.data_ptr<int64_t>()[b] = text_len[r.task];
   }
-  in.text = o.text.index_select(0, task);
-  in.text_len = o.text_len.index_select(0, task);
   return in;
 }
 
@@ -96,22 +105,36 @@ absl::Status InferenceServer::Infer(
   }
   for (const ObservationRequest& r : batch)
     request_dwell_ms_->Observe((t0 - r.submit_ns) / 1e6);
-  ActResult a = policy->Act(GatherRequests(batch, options_), /*greedy=*/false);
-  // One device-to-host copy per batch (a no-op on CPU).
-  const at::Tensor tokens = a.tokens.to(torch::kCPU, torch::kByte).contiguous();
-  const at::Tensor logp = a.log_probs.to(torch::kCPU).contiguous();
-  const at::Tensor values = a.values.to(torch::kCPU).contiguous();
-  const at::Tensor actions = a.actions.to(torch::kCPU).contiguous();
-  const int64_t ka = static_cast<int64_t>(options_.chunk) * options_.action_dim;
+  const PolicyInput in =
+      ToDevice(GatherRequests(batch, options_), options_.device);
+  ActResult a;
+  {
+    AutocastGuard autocast(options_.device, options_.bf16);
+    a = policy->Act(in, /*greedy=*/false);
+  }
+  // Everything the replies carry comes back in one device-to-host copy (the
+  // batch's one host sync on a GPU): per row, K*A actions, K*A tokens (bins
+  // < 256 are exact in float), K log-probs and the value.
+  const int64_t B = static_cast<int64_t>(batch.size());
+  const int64_t k = options_.chunk;
+  const int64_t ka = k * options_.action_dim, row = 2 * ka + k + 1;
+  const at::Tensor packed =
+      torch::cat({a.actions.reshape({B, ka}).to(torch::kFloat),
+                  a.tokens.reshape({B, ka}).to(torch::kFloat),
+                  a.log_probs.reshape({B, k}).to(torch::kFloat),
+                  a.values.reshape({B, 1}).to(torch::kFloat)},
+                 1)
+          .to(torch::kCPU)
+          .contiguous();
+  const at::Tensor tokens = packed.narrow(1, ka, ka).to(torch::kByte);
+  const float* host = packed.data_ptr<float>();
   replies.resize(batch.size());
   for (size_t b = 0; b < batch.size(); ++b) {
     const int64_t i = static_cast<int64_t>(b);
-    replies[b] = {batch[b].env,
-                  a.version,
-                  actions.data_ptr<float>() + i * ka,
-                  tokens.data_ptr<uint8_t>() + i * ka,
-                  logp.data_ptr<float>() + i * options_.chunk,
-                  values.data_ptr<float>()[i]};
+    const float* r = host + i * row;
+    replies[b] = {
+        batch[b].env, a.version,    r, tokens.data_ptr<uint8_t>() + i * ka,
+        r + 2 * ka,   r[2 * ka + k]};
   }
   const int64_t t1 = SteadyNowNs();
   inference_ms_->Observe((t1 - t0) / 1e6);

@@ -22,6 +22,7 @@
 #define RLVLA3_SERVICES_INFERENCE_INFERENCE_SERVER_H_
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <functional>
 #include <memory>
@@ -45,8 +46,13 @@ struct InferenceServerOptions {
   std::function<int()> full_batch;
   int image_height = 64, image_width = 64, proprio_dim = 8;
   int chunk = 4, action_dim = 7;
-  // Instruction tokens of each task row: text [T, L] int64, text_len [T].
+  // Instruction tokens of each task row: text [T, L] int64, text_len [T]
+  // (host tensors).
   at::Tensor text, text_len;
+  // Where the policies published to the weight channel live (the publisher
+  // puts them there): batches are sent there and the replies read back.
+  at::Device device{at::kCPU};
+  bool bf16 = false;  // Act under bf16 autocast (policies/device.h)
 };
 
 class InferenceServer {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "policies/device.h"
 #include "services/learner/advantages.h"
 #include "services/learner/optimizer_shards.h"
 
@@ -27,6 +28,7 @@ LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
       version_(version),
       lr_(options.lr),
       shuffle_rng_(options.shuffle_seed) {
+  policy_->To(options_.device);
   policy_->SetTraining(true);
   // Three parameter groups, each at its own rate: the value head (fit from
   // scratch after SFT, on stopped-gradient features), the action heads'
@@ -84,19 +86,22 @@ int64_t LearnerCore::waiting_episodes() const {
 PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
                                absl::Span<const int> slots,
                                const at::Tensor& text,
-                               const at::Tensor& text_len, at::Tensor* tokens) {
+                               const at::Tensor& text_len, at::Tensor* tokens,
+                               const at::Device& device) {
   const int64_t B = static_cast<int64_t>(segs.size());
   const SegmentShape& sh = segs.front()->shape;
+  const at::TensorOptions bytes = HostStaging(device, torch::kByte);
   PolicyInput in;
-  in.agentview = torch::empty({B, sh.height, sh.width, 3}, torch::kByte);
-  in.wrist = torch::empty({B, sh.height, sh.width, 3}, torch::kByte);
-  in.proprio = torch::empty({B, sh.proprio_dim});
+  in.agentview = torch::empty({B, sh.height, sh.width, 3}, bytes);
+  in.wrist = torch::empty({B, sh.height, sh.width, 3}, bytes);
+  in.proprio =
+      torch::empty({B, sh.proprio_dim}, HostStaging(device, torch::kFloat));
   at::Tensor task = torch::empty({B}, torch::kLong);
   const size_t img = segs.front()->image_bytes;
   const int64_t ka = static_cast<int64_t>(sh.chunk) * sh.action_dim;
   at::Tensor tok;
   if (tokens != nullptr) {
-    tok = torch::empty({B, sh.chunk, sh.action_dim}, torch::kByte);
+    tok = torch::empty({B, sh.chunk, sh.action_dim}, bytes);
   }
   for (int64_t b = 0; b < B; ++b) {
     RolloutSegment* s = segs[b];
@@ -125,7 +130,26 @@ PolicyInput LearnerCore::Gather(const std::vector<SampleRef>& batch,
     segs.push_back(r.seg->rollout);
     slots.push_back(r.t);
   }
-  return GatherFromSegments(segs, slots, text_, text_len_, tokens);
+  const at::Device& device = options_.device;
+  PolicyInput in =
+      GatherFromSegments(segs, slots, text_, text_len_, tokens, device);
+  if (tokens != nullptr) *tokens = ToDevice(*tokens, device);
+  return ToDevice(in, device);
+}
+
+EvalResult LearnerCore::Evaluate(const PolicyInput& in,
+                                 const at::Tensor& tokens) {
+  EvalResult e;
+  {
+    AutocastGuard autocast(options_.device, options_.bf16);
+    e = policy_->Evaluate(in, tokens);
+  }
+  if (options_.bf16) {
+    e.log_probs = e.log_probs.to(torch::kFloat);
+    e.entropy = e.entropy.to(torch::kFloat);
+    e.values = e.values.to(torch::kFloat);
+  }
+  return e;
 }
 
 LearnerCore::TrainSegment* LearnerCore::Track(RolloutSegment* s) {
@@ -195,7 +219,12 @@ void LearnerCore::AddPpo(const std::vector<RolloutSegment*>& segs) {
   if (!boot.empty()) {
     torch::NoGradGuard no_grad;
     PolicyInput in = Gather(boot, nullptr);
-    at::Tensor v = policy_->Values(in).to(torch::kCPU).contiguous();
+    at::Tensor v;
+    {
+      AutocastGuard autocast(options_.device, options_.bf16);
+      v = policy_->Values(in);
+    }
+    v = v.to(torch::kCPU, torch::kFloat).contiguous();
     std::memcpy(boot_values.data(), v.data_ptr<float>(),
                 sizeof(float) * boot.size());
   }
@@ -330,13 +359,15 @@ LearnerCore::MicroBatch LearnerCore::Prepare(
     const std::vector<SampleRef>& batch) {
   const int64_t B = static_cast<int64_t>(batch.size());
   const SegmentShape& sh = batch.front().seg->rollout->shape;
+  const at::Device& device = options_.device;
+  const at::TensorOptions host = HostStaging(device, torch::kFloat);
   MicroBatch mb;
   mb.in = Gather(batch, &mb.tokens);
-  mb.mask = torch::zeros({B, sh.chunk});
-  at::Tensor behav_k = torch::empty({B, sh.chunk});
-  mb.adv = torch::empty({B});
-  mb.ret = torch::empty({B});
-  mb.weight = torch::empty({B});
+  mb.mask = torch::zeros({B, sh.chunk}, host);
+  at::Tensor behav_k = torch::empty({B, sh.chunk}, host);
+  mb.adv = torch::empty({B}, host);
+  mb.ret = torch::empty({B}, host);
+  mb.weight = torch::empty({B}, host);
   auto m = mb.mask.accessor<float, 2>();
   for (int64_t b = 0; b < B; ++b) {
     const RolloutSegment* s = batch[b].seg->rollout;
@@ -349,7 +380,11 @@ LearnerCore::MicroBatch LearnerCore::Prepare(
     mb.ret.data_ptr<float>()[b] = batch[b].seg->returns[t];
     mb.weight.data_ptr<float>()[b] = batch[b].weight;
   }
-  mb.behav = (behav_k * mb.mask).sum(1);
+  mb.behav = ToDevice((behav_k * mb.mask).sum(1), device);
+  mb.mask = ToDevice(mb.mask, device);
+  mb.adv = ToDevice(mb.adv, device);
+  mb.ret = ToDevice(mb.ret, device);
+  mb.weight = ToDevice(mb.weight, device);
   return mb;
 }
 
@@ -428,7 +463,7 @@ void LearnerCore::TrainMicroBatch() {
   if (options_.algorithm != "grpo" && options_.normalize_advantages) {
     adv = (adv - adv_mean_) / (std::sqrt(adv_var_) + 1e-8);
   }
-  EvalResult e = policy_->Evaluate(mb.in, mb.tokens);
+  EvalResult e = Evaluate(mb.in, mb.tokens);
   PpoLossTerms terms = Loss(mb, e, at::Tensor(), adv);
   at::Tensor loss = terms.loss * loss_scale_;
   Backward(loss, units_trained_ >= options_.global_units);
@@ -596,7 +631,10 @@ at::Tensor LearnerCore::ClipGradients() {
     grads.push_back(p.grad());
     norms.push_back(p.grad().norm(2));
   }
-  if (grads.empty()) return torch::zeros({}, torch::kDouble);
+  if (grads.empty()) {
+    return torch::zeros(
+        {}, torch::TensorOptions(torch::kDouble).device(options_.device));
+  }
   const at::Tensor total = torch::stack(norms).norm(2);
   if (options_.max_grad_norm > 0) {
     // As torch::nn::utils::clip_grad_norm_, without its host read.
@@ -697,7 +735,7 @@ void LearnerCore::ClearKlProbe() {
 
 double LearnerCore::MeasureStepKl() {
   torch::NoGradGuard no_grad;
-  EvalResult e = policy_->Evaluate(kl_in_, kl_tokens_);
+  EvalResult e = Evaluate(kl_in_, kl_tokens_);
   // k3 estimator of KL(before || after) on actions drawn from (about) the
   // policy before the step: r - 1 - log r >= 0, r = p_after / p_before.
   const at::Tensor log_r = (e.log_probs * kl_mask_).sum(1) - kl_log_probs_;
@@ -724,7 +762,9 @@ std::vector<RolloutSegment*> LearnerCore::TakeConsumed() {
 }
 
 std::shared_ptr<Policy> LearnerCore::MakeSnapshot() {
-  return policy_->Snapshot(version_);
+  std::shared_ptr<TrainablePolicy> s = policy_->Snapshot(version_);
+  if (s->device() != options_.publish_device) s->To(options_.publish_device);
+  return s;
 }
 
 }  // namespace rlvla3

@@ -46,11 +46,13 @@ namespace rlvla3 {
 
 // B observations from segment slots (segs[b], slots[b]) as a PolicyInput,
 // instructions from the task table; with `tokens`, also the taken action
-// tokens (int64 [B, K, A]). Used by the actors and the learner alike.
+// tokens (int64 [B, K, A]). Host tensors, pinned when bound for a CUDA
+// `device` (policies/device.h ToDevice sends them).
 PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
                                absl::Span<const int> slots,
                                const at::Tensor& text,
-                               const at::Tensor& text_len, at::Tensor* tokens);
+                               const at::Tensor& text_len, at::Tensor* tokens,
+                               const at::Device& device = at::kCPU);
 
 struct LearnerOptions {
   std::string algorithm = "ppo";  // ppo | grpo
@@ -90,6 +92,15 @@ struct LearnerOptions {
   int ppo_epochs = 1;
   int minibatches = 1;
   uint64_t shuffle_seed = 0;  // minibatch order
+  // Where the policy trains (the core moves it there; its AdamW state is
+  // made there), micro-batches staged through pinned host memory. `bf16`:
+  // forward passes under bf16 autocast; weights, gradients and optimizer
+  // state stay fp32.
+  at::Device device{at::kCPU};
+  bool bf16 = false;
+  // Where MakeSnapshot's copies live: the local inference actors' device
+  // (device-to-device on one GPU), or the learner's own.
+  at::Device publish_device{at::kCPU};
 };
 
 struct LearnerStepStats {
@@ -255,7 +266,10 @@ class LearnerCore {
   void DropGroupMember(RolloutSegment* seg);
   // Drops waiting GRPO groups whose oldest member is past the lag bound.
   void ExpireWaitingGroups();
+  // The samples' inputs (and taken tokens) on the learner's device.
   PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
+  // The policy's Evaluate under the configured precision; fp32 results.
+  EvalResult Evaluate(const PolicyInput& in, const at::Tensor& tokens);
   // KL(before || after) of the step just taken, per decision of the last
   // micro-batch, and the learning-rate adaptation it drives.
   double MeasureStepKl();

@@ -20,7 +20,7 @@ void LearnerCore::RecordProximal(const std::vector<SampleRef>& batch) {
   MicroBatch mb = Prepare(batch);
   // Stays where it was computed: no host read while samples stream in.
   batch_prox_.push_back(
-      (policy_->Evaluate(mb.in, mb.tokens).log_probs * mb.mask).sum(1));
+      (Evaluate(mb.in, mb.tokens).log_probs * mb.mask).sum(1));
   batch_.insert(batch_.end(), batch.begin(), batch.end());
 }
 
@@ -89,7 +89,8 @@ LearnerStepStats LearnerCore::StepEpochs() {
     LossSums& sums = epoch_sums.emplace_back();
     for (int m = 0; m < minibatches && !aborted; ++m) {
       const int64_t lo = n * m / minibatches, hi = n * (m + 1) / minibatches;
-      at::Tensor mb_loss = torch::zeros({});
+      at::Tensor mb_loss =
+          torch::zeros({}, torch::TensorOptions().device(options_.device));
       for (int64_t i = lo; i < hi; i += options_.micro_batch) {
         const int64_t j = std::min<int64_t>(hi, i + options_.micro_batch);
         idx.assign(order.begin() + i, order.begin() + j);
@@ -106,7 +107,7 @@ LearnerStepStats LearnerCore::StepEpochs() {
             0, torch::tensor(idx, torch::TensorOptions()
                                       .dtype(torch::kLong)
                                       .device(prox_all.device())));
-        EvalResult e = policy_->Evaluate(mb.in, mb.tokens);
+        EvalResult e = Evaluate(mb.in, mb.tokens);
         PpoLossTerms terms = Loss(mb, e, prox, adv);
         const at::Tensor loss = terms.loss * loss_scale_;
         Backward(loss, /*last_of_step=*/j == hi);

@@ -235,5 +235,21 @@ TEST(Checkpoint, MalformedCheckpointsNameTheProblem) {
             absl::StatusCode::kNotFound);
 }
 
+// The sizes the README documents (policies at scale, "--set" lines): the
+// defaults, and the anchor shapes d 512 x 8 layers and d 768 x 14 layers.
+TEST(TinyVLA, DocumentedSizesHaveTheirParameterCounts) {
+  auto millions = [](const TinyVLAOptions& o) {
+    int64_t n = 0;
+    for (const at::Tensor& p : TinyVLA(o)->parameters()) n += p.numel();
+    return static_cast<double>(n) / 1e6;
+  };
+  const TinyVLAOptions base = TinyVLAOptions().vocab_size(64).max_text_len(16);
+  EXPECT_NEAR(millions(base), 1.44, 0.02);
+  EXPECT_NEAR(millions(TinyVLAOptions(base).d_model(512).heads(8).layers(8)),
+              29.6, 0.3);
+  EXPECT_NEAR(millions(TinyVLAOptions(base).d_model(768).heads(12).layers(14)),
+              105.9, 0.5);
+}
+
 }  // namespace
 }  // namespace rlvla3

@@ -126,6 +126,37 @@ TEST(Config, SyncAcrossProcessesNamesItsOneInferenceServer) {
       LoadConfig("", {"run.mode=async", "cluster.inference_servers=2"}).ok());
 }
 
+TEST(Config, DevicesAreNamedAsCpuOrCudaAndNcclNeedsAGpuLearner) {
+  absl::StatusOr<Config> c = LoadConfig("", {});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->inference.device, "cpu");
+  EXPECT_EQ(c->learner.device, "cpu");
+  EXPECT_EQ(c->learner.precision, "fp32");
+  // A GPU this machine may lack still loads: roles check where they start.
+  c = LoadConfig("", {"inference.device=cuda:3", "learner.device=cuda",
+                      "learner.precision=bf16"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->inference.device, "cuda:3");
+  c = LoadConfig("", {"inference.device=gpu0"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(
+                "--set: inference.device = \"gpu0\": expected cpu, cuda or "
+                "cuda:N"),
+            std::string::npos)
+      << c.status().message();
+  EXPECT_FALSE(LoadConfig("", {"learner.precision=fp16"}).ok());
+  c = LoadConfig("", {"cluster.learner_backend=nccl"});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("learner.device = \"cpu\": expected "
+                                      "cuda or cuda:N when "
+                                      "cluster.learner_backend is nccl"),
+            std::string::npos)
+      << c.status().message();
+  EXPECT_TRUE(
+      LoadConfig("", {"cluster.learner_backend=nccl", "learner.device=cuda"})
+          .ok());
+}
+
 TEST(Config, BoolsIntegersAndListsAreStrict) {
   const testutil::TestDir dir;
   EXPECT_FALSE(LoadConfig("", {"metrics.csv=maybe"}).ok());

@@ -111,6 +111,28 @@ TEST(Cli, TrainRejectsBadRlConfig) {
       2);
 }
 
+TEST(Cli, ADeviceThisMachineLacksExits2NamingTheKey) {
+  // No machine has 1024 GPUs: refused before anything starts, on a GPU
+  // machine as here. (Where there is no GPU at all, plain "cuda" is too.)
+  for (const char* key : {"inference.device", "learner.device"}) {
+    const rlvla3::testutil::TestDir dir;
+    Result r = RunCli(std::string("train --set run.out_dir=") + dir.path() +
+                      " --set " + key + "=cuda:1023");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(std::string(key) + " = \"cuda:1023\""),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(std::filesystem::is_empty(dir.path()))
+        << "a run folder was made";
+  }
+  Result r = RunCli("train --set learner.device=gpu");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("learner.device = \"gpu\": expected cpu, cuda or "
+                          "cuda:N"),
+            std::string::npos)
+      << r.output;
+}
+
 // Starts `rl-vla3 train` with `sets` (key=value) in a child process whose
 // stdout and stderr go to `log` (truncated first); -1 when `log` cannot be
 // created.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
 #include "services/learner/learner_core.h"
 #include "tests/services/roles/small_learner.h"
@@ -416,6 +417,52 @@ TEST_F(LearnerTest, GrpoGroupMissingAMemberExpiresPastTheLagBound) {
 
 // The sign of the whole update path: after one step, the actions of the
 // successful episode are more likely and those of the failed one less.
+TEST_F(LearnerTest, Bf16AutocastTrainsFp32WeightsCloseToAnFp32Step) {
+  // The same batch from the same weights, once per precision.
+  auto step = [&](bool bf16, std::vector<at::Tensor>* weights) {
+    torch::manual_seed(0);
+    LearnerOptions o = options_;
+    o.bf16 = bf16;
+    LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, o, 0);
+    for (int i = 0; i < 2; ++i) Fill(segs_[i].get(), 4, 0, i);
+    l.Add({segs_[0].get(), segs_[1].get()});
+    while (l.CanTrain()) l.TrainMicroBatch();
+    EXPECT_TRUE(l.ReadyToStep());
+    const LearnerStepStats st = l.Step();
+    EXPECT_FALSE(st.skipped);
+    *weights = Weights(l);
+    return st;
+  };
+  std::vector<at::Tensor> w32, w16;
+  const LearnerStepStats fp32 = step(false, &w32);
+  const LearnerStepStats bf16 = step(true, &w16);
+  // The forward really ran in bf16: the loss moved, a little.
+  EXPECT_NE(fp32.loss, bf16.loss);
+  EXPECT_NEAR(fp32.loss, bf16.loss, 0.05 * std::abs(fp32.loss) + 1e-3);
+  EXPECT_NEAR(fp32.grad_norm, bf16.grad_norm, 0.1 * fp32.grad_norm + 1e-3);
+  for (const at::Tensor& w : w16) EXPECT_EQ(w.scalar_type(), at::kFloat);
+}
+
+TEST_F(LearnerTest, OnAGpuTheCoreTrainsThereAndPublishesWhereAsked) {
+  if (CudaDeviceCount() == 0)
+    GTEST_SKIP() << "no CUDA device visible to LibTorch here";
+  options_.device = at::Device(at::kCUDA, 0);
+  options_.publish_device = at::kCPU;
+  torch::manual_seed(0);
+  LearnerCore gpu(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+  EXPECT_TRUE(NetOf(gpu)->parameters().front().is_cuda());
+  for (int i = 0; i < 2; ++i) Fill(segs_[i].get(), 4, 0, i);
+  gpu.Add({segs_[0].get(), segs_[1].get()});
+  while (gpu.CanTrain()) gpu.TrainMicroBatch();
+  ASSERT_TRUE(gpu.ReadyToStep());
+  const LearnerStepStats st = gpu.Step();
+  EXPECT_FALSE(st.skipped);
+  EXPECT_TRUE(std::isfinite(st.loss));
+  const auto snapshot =
+      std::dynamic_pointer_cast<TrainablePolicy>(gpu.MakeSnapshot());
+  EXPECT_EQ(snapshot->device(), at::Device(at::kCPU));
+}
+
 TEST_F(LearnerTest, StepMakesPositiveAdvantageActionsMoreLikely) {
   options_.algorithm = "grpo";
   options_.grpo_group_size = 2;

@@ -1,0 +1,241 @@
+// TinyVLA on each device, at the sizes the README documents: inference
+// observations/s per batch size as an inference actor sees them (the batch
+// copied into pinned host memory, one copy to the device, Act, the replies
+// back in one copy) and learner samples/s (micro-batch staged the same way,
+// Evaluate + loss + backward + AdamW step, one host read of the loss).
+// bf16 autocast on a GPU, fp32 on the CPU (as the plain-PyTorch anchor in
+// docs/experiments.md). A plain executable: it prints a table and, with
+// --json, one JSON object per row.
+//
+//   device_figures [--devices cpu,cuda] [--sizes 1,25,100] [--batches 8,64,256]
+//                  [--learner-batch 64] [--seconds 3] [--threads 16] [--json F]
+//
+// A device this machine lacks is reported and skipped.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "policies/device.h"
+#include "policies/tiny_vla_policy.h"
+
+namespace rlvla3 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kImage = 64, kText = 16;
+
+struct Flags {
+  std::vector<std::string> devices = {"cpu", "cuda"};
+  std::vector<int> sizes = {1, 100};  // millions of parameters, about
+  std::vector<int> batches = {8, 64, 256};
+  int learner_batch = 64;
+  double seconds = 3;
+  int threads = 0;  // 0: LibTorch's default
+  std::string json;
+};
+
+// The README's sizes: 1.44 M, 29.6 M (trunk 25 M), 106 M (trunk 99 M).
+TinyVLAOptions Size(int millions) {
+  TinyVLAOptions o = TinyVLAOptions().vocab_size(64).max_text_len(kText);
+  if (millions >= 100) return o.d_model(768).heads(12).layers(14);
+  if (millions >= 25) return o.d_model(512).heads(8).layers(8);
+  return o;
+}
+
+// A pageable batch (as observations arrive) and its pinned staging copy.
+struct Batch {
+  PolicyInput source, staged;
+  Batch(int64_t B, const at::Device& device) {
+    source.agentview =
+        torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+    source.wrist = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+    source.proprio = torch::randn({B, 8});
+    source.text = torch::randint(2, 64, {B, kText}, torch::kLong);
+    source.text_len = torch::full({B}, kText, torch::kLong);
+    staged.agentview =
+        torch::empty_like(source.agentview, HostStaging(device, torch::kByte));
+    staged.wrist =
+        torch::empty_like(source.wrist, HostStaging(device, torch::kByte));
+    staged.proprio =
+        torch::empty_like(source.proprio, HostStaging(device, torch::kFloat));
+    staged.text =
+        torch::empty_like(source.text, HostStaging(device, torch::kLong));
+    staged.text_len = source.text_len;
+  }
+  // The actor's gather: one host copy per tensor, then the device copies.
+  PolicyInput OnDevice(const at::Device& device) {
+    staged.agentview.copy_(source.agentview);
+    staged.wrist.copy_(source.wrist);
+    staged.proprio.copy_(source.proprio);
+    staged.text.copy_(source.text);
+    return ToDevice(staged, device);
+  }
+};
+
+template <typename F>
+double PerSecond(double seconds, int64_t per_call, F&& call) {
+  call();  // warm-up (kernels, allocator)
+  call();
+  int64_t n = 0;
+  const auto t0 = Clock::now();
+  double wall = 0;
+  while ((wall = std::chrono::duration<double>(Clock::now() - t0).count()) <
+         seconds) {
+    call();
+    n += per_call;
+  }
+  return static_cast<double>(n) / wall;
+}
+
+double Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
+                 double seconds) {
+  Batch batch(B, device);
+  const bool bf16 = device.is_cuda();
+  return PerSecond(seconds, B, [&] {
+    AutocastGuard autocast(device, bf16);
+    const ActResult a = policy.Act(batch.OnDevice(device), false);
+    const at::Tensor host = torch::cat({a.tokens.flatten(1).to(torch::kFloat),
+                                        a.log_probs, a.values.unsqueeze(1)},
+                                       1)
+                                .to(torch::kCPU);  // the batch's one host sync
+    (void)host;
+  });
+}
+
+double Learner(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
+               double seconds) {
+  Batch batch(B, device);
+  const bool bf16 = device.is_cuda();
+  torch::optim::AdamW opt(policy.net()->parameters(),
+                          torch::optim::AdamWOptions(1e-5));
+  const at::Tensor tokens = ToDevice(
+      torch::randint(0, 256, {B, policy.chunk(), 7}, torch::kLong), device);
+  return PerSecond(seconds, B, [&] {
+    EvalResult e;
+    {
+      AutocastGuard autocast(device, bf16);
+      e = policy.Evaluate(batch.OnDevice(device), tokens);
+    }
+    const at::Tensor loss = -e.log_probs.to(torch::kFloat).mean() +
+                            e.values.to(torch::kFloat).pow(2).mean();
+    opt.zero_grad();
+    loss.backward();
+    opt.step();
+    (void)loss.item<double>();  // the step's host read
+  });
+}
+
+bool ParseInts(const std::string& s, std::vector<int>* out) {
+  out->clear();
+  for (absl::string_view p : absl::StrSplit(s, ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(p, &v) || v <= 0) return false;
+    out->push_back(v);
+  }
+  return !out->empty();
+}
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    bool ok = true;
+    if (k == "--devices") {
+      f->devices = absl::StrSplit(v, ',');
+    } else if (k == "--sizes") {
+      ok = ParseInts(v, &f->sizes);
+    } else if (k == "--batches") {
+      ok = ParseInts(v, &f->batches);
+    } else if (k == "--learner-batch") {
+      ok = absl::SimpleAtoi(v, &f->learner_batch) && f->learner_batch > 0;
+    } else if (k == "--seconds") {
+      ok = absl::SimpleAtod(v, &f->seconds) && f->seconds > 0;
+    } else if (k == "--threads") {
+      ok = absl::SimpleAtoi(v, &f->threads) && f->threads >= 0;
+    } else if (k == "--json") {
+      f->json = v;
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "device_figures: bad flag %s %s\n", k.c_str(),
+                   v.c_str());
+      return false;
+    }
+  }
+  return argc % 2 == 1;
+}
+
+int Main(int argc, char** argv) {
+  Flags f;
+  if (!ParseFlags(argc, argv, &f)) {
+    std::fprintf(
+        stderr,
+        "usage: device_figures [--devices cpu,cuda] [--sizes 1,25,100] "
+        "[--batches 8,64,256] [--learner-batch 64] [--seconds 3] "
+        "[--threads N] [--json FILE]\n");
+    return 2;
+  }
+  if (f.threads > 0) at::set_num_threads(f.threads);  // once, here
+  std::ofstream json;
+  if (!f.json.empty()) json.open(f.json);
+  std::printf(
+      "device_figures: %s, %d intra-op threads, %dx%d images, %d text tokens\n",
+      DescribeGpus().c_str(), at::get_num_threads(), kImage, kImage, kText);
+  std::printf("%-8s %8s %6s %6s %14s %18s\n", "device", "params", "prec",
+              "batch", "inference/s", "learner samples/s");
+  for (const std::string& name : f.devices) {
+    absl::StatusOr<at::Device> device = ParseDevice(name);
+    if (!device.ok()) {
+      std::printf("%-8s skipped: %s\n", name.c_str(),
+                  std::string(device.status().message()).c_str());
+      continue;
+    }
+    for (int size : f.sizes) {
+      torch::manual_seed(0);
+      TinyVLAPolicy policy(TinyVLA(Size(size)), 0);
+      policy.To(*device);
+      int64_t params = 0;
+      for (const at::Tensor& p : policy.net()->parameters())
+        params += p.numel();
+      const char* precision = device->is_cuda() ? "bf16" : "fp32";
+      for (int B : f.batches) {
+        policy.SetTraining(false);
+        const double inf = Inference(policy, *device, B, f.seconds);
+        double learn = 0;
+        if (B == f.learner_batch) {
+          policy.SetTraining(true);
+          learn = Learner(policy, *device, B, f.seconds);
+        }
+        std::printf("%-8s %7.2fM %6s %6d %14.1f %18s\n", name.c_str(),
+                    params / 1e6, precision, B, inf,
+                    learn > 0 ? absl::StrFormat("%.1f", learn).c_str() : "-");
+        std::fflush(stdout);
+        if (json.is_open()) {
+          json << absl::StrFormat(
+              "{\"device\": \"%s\", \"gpus\": \"%s\", \"params\": %d, "
+              "\"precision\": \"%s\", \"batch\": %d, \"inference_obs_per_s\": "
+              "%.3f, \"learner_samples_per_s\": %.3f}\n",
+              name, DescribeGpus(), params, precision, B, inf, learn);
+        }
+      }
+    }
+  }
+  if (json.is_open() && !json) {
+    std::fprintf(stderr, "device_figures: cannot write %s\n", f.json.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace rlvla3
+
+int main(int argc, char** argv) { return rlvla3::Main(argc, argv); }
