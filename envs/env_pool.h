@@ -22,6 +22,9 @@
 // An optional latency model adds lognormal wall time to each step
 // (emulating slower or remote simulators) without holding the worker.
 //
+// The workers are envs/env_worker.h; what they share with the pool is
+// envs/env_pool_state.h.
+//
 // Example:
 //   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
 //   std::vector<int> ready;
@@ -101,6 +104,7 @@ struct EnvState {
   absl::Status fault;
   double step_ms =
       0.0;  // wall time of the step (or reset), latency model excluded
+  StepPhases phases;          // where that time went (envs/manipulation_env.h)
   int64_t step_begin_ns = 0;  // steady-clock interval of that step (or reset)
   int64_t step_end_ns = 0;
   const Observation* obs = nullptr;
@@ -116,6 +120,10 @@ struct EnvPoolStats {
   uint64_t invalid_actions = 0;  // actions rejected (wrong size, NaN/Inf)
   uint64_t faults = 0;  // crashes, hangs past the deadline, broken outputs
   HistogramSnapshot step_ms;  // per-step wall time
+  // Per frame (step or reset), means since the start: physics, render,
+  // readback, and the worker's hand-off of ready states to their consumer.
+  StepPhases phases;
+  double handoff_ms = 0;
 };
 
 class EnvPool {
@@ -155,12 +163,6 @@ class EnvPool {
  private:
   struct Impl;
   explicit EnvPool(const EnvPoolOptions& options);
-  // Steps (or resets) env `id` on its worker thread and fills its state;
-  // returns when the step began (the latency model counts from there).
-  static std::chrono::steady_clock::time_point StepEnv(Impl& im, int id);
-  static void ResetEnv(Impl& im, int id);
-  // Steps env `id` (injecting a planned fault); a broken output is returned.
-  static absl::Status StepAndCheck(Impl& im, int id);
   EnvPoolOptions options_;
   std::unique_ptr<Impl> impl_;
 };

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/steady_clock.h"
 
 namespace rlvla3 {
 namespace {
@@ -87,6 +88,7 @@ void ManipulationEnv::Reset() {
 }
 
 void ManipulationEnv::Reset(int init_id) {
+  const int64_t began = SteadyNowNs();
   const mjModel* m = model();
   mjData* d = data_.get();
   mj_resetData(m, d);
@@ -117,7 +119,7 @@ void ManipulationEnv::Reset(int init_id) {
   step_ = 0;
   if (episode_started_) ++episode_;
   episode_started_ = true;
-  Observe();
+  Observe(began);
 }
 
 bool ManipulationEnv::Unstable() const {
@@ -147,6 +149,7 @@ absl::StatusOr<StepResult> ManipulationEnv::Step(
           absl::StrCat("env ", env_id_, ": action[", i, "] is ", action[i]));
     }
   }
+  const int64_t began = SteadyNowNs();
   const mjModel* m = model();
   mjData* d = data_.get();
   const ArmController& arm = task_->controller();
@@ -160,6 +163,7 @@ absl::StatusOr<StepResult> ManipulationEnv::Step(
   if (Unstable()) {
     r.truncated = true;
     r.unstable = true;
+    phases_ = StepPhases{(SteadyNowNs() - began) / 1e6, 0, 0};
     return r;
   }
   mj_forward(m, d);  // positions and sensors of the new state
@@ -173,11 +177,11 @@ absl::StatusOr<StepResult> ManipulationEnv::Step(
     r.reward = -0.1f * static_cast<float>(
                            std::hypot(a[0] - e[0], a[1] - e[1], a[2] - e[2]));
   }
-  Observe();
+  Observe(began);
   return r;
 }
 
-void ManipulationEnv::Observe() {
+void ManipulationEnv::Observe(int64_t began_ns) {
   mjData* d = data_.get();
   double pos[3], quat[4], rotvec[3], fingers[2];
   task_->controller().EefPose(d, pos, quat);
@@ -189,9 +193,13 @@ void ManipulationEnv::Observe() {
   }
   obs_.proprio[6] = static_cast<float>(fingers[0]);
   obs_.proprio[7] = static_cast<float>(fingers[1]);
+  phases_ = StepPhases{(SteadyNowNs() - began_ns) / 1e6, 0, 0};
   if (renderer_) {
-    renderer_->Render(model(), d, agentview_cam_, obs_.agentview.data());
-    renderer_->Render(model(), d, wrist_cam_, obs_.wrist.data());
+    RenderTimes t;
+    renderer_->Render(model(), d, agentview_cam_, obs_.agentview.data(), &t);
+    renderer_->Render(model(), d, wrist_cam_, obs_.wrist.data(), &t);
+    phases_.render_ms = t.render_ns / 1e6;
+    phases_.readback_ms = t.readback_ns / 1e6;
   }
 }
 

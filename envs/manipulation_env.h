@@ -92,6 +92,15 @@ struct StepResult {
   bool unstable = false;   // truncated because of NaN/Inf or MuJoCo warnings
 };
 
+// Where the last Step's (or Reset's) wall time went, in milliseconds:
+// physics (control substeps, forward pass, goal check), then the two
+// cameras' render and readback (envs/renderer.h RenderTimes).
+struct StepPhases {
+  double physics_ms = 0;
+  double render_ms = 0;
+  double readback_ms = 0;
+};
+
 class ManipulationEnv {
  public:
   // Rendering needs a current EGL context on the calling thread.
@@ -110,6 +119,7 @@ class ManipulationEnv {
   absl::StatusOr<StepResult> Step(absl::Span<const float> action);
 
   const Observation& observation() const { return obs_; }
+  const StepPhases& phases() const { return phases_; }
   const TaskModel& task() const { return *task_; }
   const mjModel* model() const { return task_->model(); }
   mjData* data() { return data_.get(); }
@@ -122,7 +132,8 @@ class ManipulationEnv {
  private:
   ManipulationEnv(std::shared_ptr<const TaskModel> task, const EnvOptions& o,
                   MjDataPtr data, uint64_t seed, int env_id);
-  void Observe();
+  // Fills the observation; `began_ns`: when the step's physics began.
+  void Observe(int64_t began_ns);
   bool Unstable() const;
 
   std::shared_ptr<const TaskModel> task_;
@@ -138,6 +149,7 @@ class ManipulationEnv {
   uint64_t episode_ = 0;
   bool episode_started_ = false;
   Observation obs_;
+  StepPhases phases_;
 };
 
 }  // namespace rlvla3

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/steady_clock.h"
 
 namespace rlvla3 {
 namespace {
@@ -50,13 +51,15 @@ int Renderer::CameraId(const mjModel* m, const char* name) {
   return mj_name2id(m, mjOBJ_CAMERA, name);
 }
 
-void Renderer::Render(const mjModel* m, mjData* d, int camera_id,
-                      uint8_t* rgb) {
+void Renderer::Render(const mjModel* m, mjData* d, int camera_id, uint8_t* rgb,
+                      RenderTimes* times) {
+  const int64_t t0 = SteadyNowNs();
   camera_.fixedcamid = camera_id;
   mjv_updateScene(m, d, &option_, nullptr, &camera_, mjCAT_ALL, &scene_);
   const mjrRect viewport = {0, 0, width_, height_};
   mjr_setBuffer(mjFB_OFFSCREEN, &context_);
   mjr_render(viewport, &scene_, &context_);
+  const int64_t t1 = SteadyNowNs();
   mjr_readPixels(rgb, nullptr, viewport, &context_);
   // OpenGL's rows start at the bottom; images start at the top.
   const size_t row = static_cast<size_t>(width_) * 3;
@@ -66,6 +69,10 @@ void Renderer::Render(const mjModel* m, mjData* d, int camera_id,
     std::memcpy(flip_.data(), a, row);
     std::memcpy(a, b, row);
     std::memcpy(b, flip_.data(), row);
+  }
+  if (times != nullptr) {
+    times->render_ns += t1 - t0;
+    times->readback_ns += SteadyNowNs() - t1;
   }
 }
 

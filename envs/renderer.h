@@ -24,6 +24,15 @@
 
 namespace rlvla3 {
 
+// Where one Render call's wall time went, in nanoseconds (accumulated).
+// `render` is the CPU side of drawing (scene update, GL commands); `readback`
+// is glReadPixels plus the vertical flip: on a GPU it also waits for the
+// drawing to finish, on llvmpipe the drawing has happened by then.
+struct RenderTimes {
+  int64_t render_ns = 0;
+  int64_t readback_ns = 0;
+};
+
 class Renderer {
  public:
   // `width` x `height` must fit the model's offscreen buffer (visual/global).
@@ -37,8 +46,9 @@ class Renderer {
   // Id of camera `name`, or -1.
   static int CameraId(const mjModel* m, const char* name);
   // Renders camera `camera_id` of the state in `d` into `rgb` (height*width*3
-  // bytes).
-  void Render(const mjModel* m, mjData* d, int camera_id, uint8_t* rgb);
+  // bytes); adds its phases' times to `times` if given.
+  void Render(const mjModel* m, mjData* d, int camera_id, uint8_t* rgb,
+              RenderTimes* times = nullptr);
   int width() const { return width_; }
   int height() const { return height_; }
 

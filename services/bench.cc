@@ -50,6 +50,10 @@ absl::Status BenchEnvs(const EnvPoolOptions& options, double seconds,
   const EnvPoolStats st = p.stats();
   out->env_frames_per_s = static_cast<double>(st.steps - steps0) / wall;
   out->env_cpu_s_per_frame = st.step_ms.count > 0 ? st.step_ms.mean() / 1e3 : 0;
+  out->env_physics_ms = st.phases.physics_ms;
+  out->env_render_ms = st.phases.render_ms;
+  out->env_readback_ms = st.phases.readback_ms;
+  out->env_handoff_ms = st.handoff_ms;
   p.Close();
   return absl::OkStatus();
 }
@@ -283,14 +287,17 @@ std::string FormatBenchTable(const BenchResult& r) {
       "parameters\n"
       "stages alone: env %.0f frames/s (%.2f ms CPU/frame) | inference %.0f "
       "obs/s at batch %d (= %.0f frames/s) | learner %.0f samples/s (= %.0f "
-      "frames/s)\n\n",
+      "frames/s)\n"
+      "env per frame: physics %.2f ms, render %.2f ms, readback %.2f ms, "
+      "hand-off %.3f ms\n\n",
       r.config_path, r.duration_s, r.cores, r.allocator, r.latency, r.gpus,
       r.inference_device, r.inference_precision, r.learner_device,
       r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
       1e3 * r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
       r.alone.inference_batch, r.alone.inference_obs_per_s * r.execute_steps,
       r.alone.learner_samples_per_s,
-      r.alone.learner_samples_per_s * r.execute_steps);
+      r.alone.learner_samples_per_s * r.execute_steps, r.alone.env_physics_ms,
+      r.alone.env_render_ms, r.alone.env_readback_ms, r.alone.env_handoff_ms);
   absl::StrAppendFormat(&out, "%-28s %12s %12s %10s\n", "", "sync", "async",
                         "async/sync");
   auto line = [&](const std::string& name, const std::string& sv,
@@ -399,7 +406,9 @@ std::string BenchJson(const BenchResult& r) {
       "  \"policy_parameters_millions\": %.3f,\n"
       "  \"stages_alone\": "
       "{\"env_frames_per_s\": %.3f, "
-      "\"env_cpu_s_per_frame\": %.6f, \"inference_obs_per_s\": %.3f, "
+      "\"env_cpu_s_per_frame\": %.6f, \"env_physics_ms\": %.4f, "
+      "\"env_render_ms\": %.4f, \"env_readback_ms\": %.4f, "
+      "\"env_handoff_ms\": %.4f, \"inference_obs_per_s\": %.3f, "
       "\"inference_batch\": %d, "
       "\"inference_cpu_s_per_frame\": %.6f, \"learner_samples_per_s\": %.3f, "
       "\"learner_cpu_s_per_frame\": %.6f},\n"
@@ -414,13 +423,14 @@ std::string BenchJson(const BenchResult& r) {
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator, r.gpus,
       r.inference_device, r.inference_precision, r.learner_device,
       r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
-      r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
-      r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
-      r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,
-      mode(r.sync.summary), mode(r.async.summary), r.ratio_async_over_sync,
-      r.pipeline_limit, r.stage_limit, r.core_limit, r.pipeline_efficiency,
-      r.bottleneck, r.advice, processes(r.processes_sync),
-      processes(r.processes_async));
+      r.alone.env_cpu_s_per_frame, r.alone.env_physics_ms,
+      r.alone.env_render_ms, r.alone.env_readback_ms, r.alone.env_handoff_ms,
+      r.alone.inference_obs_per_s, r.alone.inference_batch,
+      r.alone.inference_cpu_s_per_frame, r.alone.learner_samples_per_s,
+      r.alone.learner_cpu_s_per_frame, mode(r.sync.summary),
+      mode(r.async.summary), r.ratio_async_over_sync, r.pipeline_limit,
+      r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
+      r.advice, processes(r.processes_sync), processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {

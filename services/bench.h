@@ -28,6 +28,9 @@ namespace rlvla3 {
 struct StageAlone {
   double env_frames_per_s = 0;     // env pool, trivial policy
   double env_cpu_s_per_frame = 0;  // physics + rendering per frame
+  // Its phases per frame, ms: physics, render, readback, hand-off (EnvPool).
+  double env_physics_ms = 0, env_render_ms = 0, env_readback_ms = 0;
+  double env_handoff_ms = 0;
   double inference_obs_per_s = 0;  // at the async batch size
   int inference_batch = 0;
   double learner_samples_per_s = 0;

@@ -69,6 +69,8 @@ struct RolloutWorker::Impl {
   Gauge* parked = nullptr;
   Histogram* wait_for_action_ms = nullptr;
   StageTimer* env_stage = nullptr;
+  // Where each frame's time went (EnvState::phases), per step.
+  Histogram *physics_ms = nullptr, *render_ms = nullptr, *readback_ms = nullptr;
 
   mutable std::mutex mu;
   absl::Status error ABSL_GUARDED_BY(mu);
@@ -227,6 +229,9 @@ struct RolloutWorker::Impl {
     timeline->Record(StageInterval::kEnvStep, st.step_begin_ns, st.step_end_ns);
     env_stage->AddBusy(
         std::chrono::nanoseconds(st.step_end_ns - st.step_begin_ns));
+    physics_ms->Observe(st.phases.physics_ms);
+    render_ms->Observe(st.phases.render_ms);
+    readback_ms->Observe(st.phases.readback_ms);
     if (!st.fault.ok()) {
       HandleFault(env, c);
       return;
@@ -368,10 +373,12 @@ absl::StatusOr<std::unique_ptr<RolloutWorker>> RolloutWorker::Create(
   m.faults = &r.counter("env_faults");
   m.success_rate = &r.gauge("success_rate");
   m.parked = &r.gauge("envs_parked");
-  m.wait_for_action_ms = &r.histogram(
-      "time_wait_for_action_ms",
-      +[] { return Histogram::Exponential(0.01, 1.6, 32); });
+  auto ms = [] { return Histogram::Exponential(0.01, 1.6, 32); };
+  m.wait_for_action_ms = &r.histogram("time_wait_for_action_ms", +ms);
   m.env_stage = &r.stage("stage_env");
+  m.physics_ms = &r.histogram("time_env_physics_ms", +ms);
+  m.render_ms = &r.histogram("time_env_render_ms", +ms);
+  m.readback_ms = &r.histogram("time_env_readback_ms", +ms);
   m.cursors.resize(static_cast<size_t>(m.num_envs));
   for (int i = 0; i < m.num_envs; ++i) {
     m.cursors[i].task = i % static_cast<int>(options.pool.tasks.size());

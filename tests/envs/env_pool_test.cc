@@ -278,6 +278,41 @@ TEST(EnvPool, ASweepAnnouncesItsEnvsTogether) {
   EXPECT_GT(AnnouncedBeforeTheLastStepEnded(1), 0);
 }
 
+TEST(EnvPool, EachFramesPhasesAreTimedAndFitInItsStep) {
+  for (const bool render : {true, false}) {
+    EnvPoolOptions o = Options(2);
+    o.env.render = render;
+    auto pool = EnvPool::Create(o);
+    ASSERT_TRUE(pool.ok()) << pool.status();
+    std::vector<int> ready;
+    std::vector<float> zeros;
+    for (int round = 0; round < 3; ++round) {
+      ready.clear();
+      ASSERT_TRUE((*pool)->Recv(kEnvs, absl::Seconds(30), &ready).ok());
+      for (int id : ready) {
+        const EnvState& st = (*pool)->state(id);
+        const StepPhases& p = st.phases;
+        EXPECT_GT(p.physics_ms, 0) << "env " << id;
+        EXPECT_EQ(p.render_ms > 0, render) << "env " << id;
+        EXPECT_EQ(p.readback_ms > 0, render) << "env " << id;
+        if (round > 0) {  // a step (round 0 is the pool's initial reset)
+          EXPECT_LE(p.physics_ms + p.render_ms + p.readback_ms,
+                    st.step_ms + 1e-3)
+              << "env " << id;
+        }
+      }
+      zeros.assign(ready.size() * kActionDim, 0.0f);
+      ASSERT_TRUE((*pool)->Send(ready, zeros).ok());
+    }
+    const EnvPoolStats s = (*pool)->stats();
+    EXPECT_GT(s.phases.physics_ms, 0);
+    EXPECT_EQ(s.phases.render_ms > 0, render);
+    EXPECT_GE(s.handoff_ms, 0);
+    EXPECT_LE(s.phases.physics_ms + s.phases.render_ms + s.phases.readback_ms,
+              s.step_ms.mean() + 1e-3);
+  }
+}
+
 TEST(EnvPool, UnknownTaskIsAnError) {
   EnvPoolOptions o = Options(1);
   o.tasks = {"juggle"};
