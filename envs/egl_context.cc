@@ -19,45 +19,54 @@ std::string EglError(const char* call) {
                       ")");
 }
 
-// The process-wide display: initialised once, shared by every context.
+// One display per backend, initialised once (EGL displays are process-wide
+// in EGL itself), shared by every context of that backend.
 struct Display {
   EGLDisplay dpy = EGL_NO_DISPLAY;
   std::string platform;
   std::string error;
 };
 
-Display OpenDisplay() {
+// A GPU vendor's EGL device (NVIDIA's driver on GPU machines; dm_control's
+// route): the first device whose vendor is not Mesa.
+Display OpenGpuDevice() {
   Display out;
   auto get_platform_display = reinterpret_cast<PFNEGLGETPLATFORMDISPLAYEXTPROC>(
       eglGetProcAddress("eglGetPlatformDisplayEXT"));
   auto query_devices = reinterpret_cast<PFNEGLQUERYDEVICESEXTPROC>(
       eglGetProcAddress("eglQueryDevicesEXT"));
+  EGLDeviceEXT devices[kMaxDevices];
+  EGLint n = 0;
   EGLint major = 0, minor = 0;
-  // 1) An EGL device (NVIDIA's driver on GPU machines, dm_control's route).
   if (get_platform_display != nullptr && query_devices != nullptr &&
-      getenv("RLVLA3_EGL_SURFACELESS") == nullptr) {
-    EGLDeviceEXT devices[kMaxDevices];
-    EGLint n = 0;
-    if (query_devices(kMaxDevices, devices, &n) && n > 0) {
-      for (EGLint i = 0; i < n; ++i) {
-        EGLDisplay dpy =
-            get_platform_display(EGL_PLATFORM_DEVICE_EXT, devices[i], nullptr);
-        if (dpy != EGL_NO_DISPLAY && eglInitialize(dpy, &major, &minor)) {
-          const char* vendor = eglQueryString(dpy, EGL_VENDOR);
-          // Mesa's software device works too, but surfaceless is its native
-          // path.
-          if (vendor != nullptr &&
-              std::string(vendor).find("Mesa") == std::string::npos) {
-            out.dpy = dpy;
-            out.platform = absl::StrCat("device (", vendor, ")");
-            return out;
-          }
-          eglTerminate(dpy);
-        }
+      query_devices(kMaxDevices, devices, &n)) {
+    for (EGLint i = 0; i < n; ++i) {
+      EGLDisplay dpy =
+          get_platform_display(EGL_PLATFORM_DEVICE_EXT, devices[i], nullptr);
+      if (dpy == EGL_NO_DISPLAY || !eglInitialize(dpy, &major, &minor))
+        continue;
+      const char* vendor = eglQueryString(dpy, EGL_VENDOR);
+      if (vendor != nullptr &&
+          std::string(vendor).find("Mesa") == std::string::npos) {
+        out.dpy = dpy;
+        out.platform = absl::StrCat("EGL device (", vendor, ")");
+        return out;
       }
+      eglTerminate(dpy);
     }
   }
-  // 2) Mesa surfaceless (llvmpipe on machines without a GPU).
+  out.error = absl::StrCat(
+      "no GPU EGL device (env.render_backend gpu): ", n,
+      " EGL device(s), none from a GPU vendor; use env.render_backend mesa");
+  return out;
+}
+
+// Mesa llvmpipe through the surfaceless platform (software, on every core).
+Display OpenMesa() {
+  Display out;
+  auto get_platform_display = reinterpret_cast<PFNEGLGETPLATFORMDISPLAYEXTPROC>(
+      eglGetProcAddress("eglGetPlatformDisplayEXT"));
+  EGLint major = 0, minor = 0;
   if (get_platform_display != nullptr) {
     EGLDisplay dpy = get_platform_display(EGL_PLATFORM_SURFACELESS_MESA,
                                           EGL_DEFAULT_DISPLAY, nullptr);
@@ -68,26 +77,60 @@ Display OpenDisplay() {
     }
   }
   out.error =
-      "no EGL display: neither an EGL device nor Mesa's surfaceless platform "
-      "initialised "
+      "no Mesa EGL display: the surfaceless platform did not initialise "
       "(install libegl-mesa0 and libgl1-mesa-dri)";
   return out;
 }
 
-const Display& SharedDisplay() {
-  static const Display* d = new Display(OpenDisplay());
-  return *d;
+const Display& SharedDisplay(RenderBackend backend) {
+  if (backend == RenderBackend::kGpu) {
+    static const Display* gpu = new Display(OpenGpuDevice());
+    return *gpu;
+  }
+  static const Display* mesa = new Display(OpenMesa());
+  return *mesa;
 }
 
 }  // namespace
+
+const char* RenderBackendName(RenderBackend b) {
+  switch (b) {
+    case RenderBackend::kAuto:
+      return "auto";
+    case RenderBackend::kGpu:
+      return "gpu";
+    case RenderBackend::kMesa:
+      return "mesa";
+  }
+  return "?";
+}
+
+std::optional<RenderBackend> ParseRenderBackend(absl::string_view name) {
+  if (name == "auto") return RenderBackend::kAuto;
+  if (name == "gpu") return RenderBackend::kGpu;
+  if (name == "mesa") return RenderBackend::kMesa;
+  return std::nullopt;
+}
+
+bool HasGpuEglDevice() {
+  return SharedDisplay(RenderBackend::kGpu).dpy != EGL_NO_DISPLAY;
+}
+
+RenderBackend ResolveRenderBackend(RenderBackend backend, int render_threads) {
+  if (backend != RenderBackend::kAuto) return backend;
+  return HasGpuEglDevice() && render_threads <= kMaxGpuRenderThreads
+             ? RenderBackend::kGpu
+             : RenderBackend::kMesa;
+}
 
 void ConfigureSoftwareRasterizer(int lp_num_threads) {
   setenv("LP_NUM_THREADS", std::to_string(lp_num_threads).c_str(),
          /*overwrite=*/0);
 }
 
-absl::StatusOr<std::unique_ptr<EglContext>> EglContext::Create() {
-  const Display& disp = SharedDisplay();
+absl::StatusOr<std::unique_ptr<EglContext>> EglContext::Create(
+    RenderBackend backend) {
+  const Display& disp = SharedDisplay(ResolveRenderBackend(backend, 1));
   if (disp.dpy == EGL_NO_DISPLAY) return absl::UnavailableError(disp.error);
   const EGLint config_attribs[] = {EGL_SURFACE_TYPE,
                                    EGL_PBUFFER_BIT,

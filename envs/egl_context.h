@@ -1,12 +1,14 @@
 // File: envs/egl_context.h
 // -----------------------------------------------------------------------------
-// A headless OpenGL context through EGL: Mesa's surfaceless platform on
-// machines without a GPU (llvmpipe), an EGL device on GPU machines. One
-// context per rendering thread; MakeCurrent() binds it to the calling thread.
+// A headless OpenGL context through EGL, on a chosen backend (RenderBackend):
+// a GPU vendor's EGL device, or Mesa llvmpipe through the surfaceless
+// platform. One context per rendering thread, made current on it once;
+// MakeCurrent() binds it to the calling thread.
 // Set LP_NUM_THREADS (threads.lp_num_threads) before the first context.
 //
 // Example:
-//   absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
+//   absl::StatusOr<std::unique_ptr<EglContext>> gl =
+//       EglContext::Create(RenderBackend::kMesa);
 //   if (!gl.ok()) return gl.status();   // says which EGL call failed
 //   (*gl)->MakeCurrent();               // now mjr_makeContext etc. work here
 // -----------------------------------------------------------------------------
@@ -14,24 +16,48 @@
 #define RLVLA3_ENVS_EGL_CONTEXT_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace rlvla3 {
 
+// Which OpenGL implementation renders (the config's env.render_backend).
+//   kGpu   a GPU vendor's EGL device (NVIDIA's driver);
+//   kMesa  Mesa llvmpipe through EGL's surfaceless platform (software);
+//   kAuto  kGpu where there is one and a process renders on at most
+//          kMaxGpuRenderThreads threads, else kMesa. Measured on an H100
+//          node (16 cores, 64x64, two cameras): NVIDIA EGL gave 393-555 /
+//          671 / 348-373 / 214-255 env frames/s on 1 / 2 / 4 / 8 env
+//          workers, its CPU per frame growing 15x past two threads; Mesa
+//          gave 235 / - / 600 / 858 (README, "Rendering").
+enum class RenderBackend { kAuto, kGpu, kMesa };
+inline constexpr int kMaxGpuRenderThreads = 2;
+
+const char* RenderBackendName(RenderBackend b);  // "auto", "gpu", "mesa"
+std::optional<RenderBackend> ParseRenderBackend(absl::string_view name);
+// True if a GPU vendor's EGL device initialises here.
+bool HasGpuEglDevice();
+// kAuto resolved for a process rendering on `render_threads` threads.
+RenderBackend ResolveRenderBackend(RenderBackend backend, int render_threads);
+
 class EglContext {
  public:
-  // Creates a context and makes it current on the calling thread.
-  static absl::StatusOr<std::unique_ptr<EglContext>> Create();
+  // Creates a context on `backend`'s display (kAuto: as for one thread) and
+  // makes it current on the calling thread. Unavailable, saying why, where
+  // the backend is missing.
+  static absl::StatusOr<std::unique_ptr<EglContext>> Create(
+      RenderBackend backend = RenderBackend::kAuto);
   ~EglContext();
   EglContext(const EglContext&) = delete;
   EglContext& operator=(const EglContext&) = delete;
 
   // Binds the context to the calling thread.
   absl::Status MakeCurrent();
-  // "surfaceless" or "device": which EGL platform was used.
+  // "surfaceless (Mesa)" or "EGL device (<vendor>)": the display used.
   const std::string& platform() const { return platform_; }
 
  private:

@@ -46,7 +46,12 @@ absl::Status ReleaseDelayedStates(EnvPoolState& state) {
     state.delayed.pop();
     state.slots[id]->pending.store(false, std::memory_order_release);
     lock.unlock();
+    const auto t0 = Clock::now();
     if (!state.Announce(id)) return absl::OkStatus();  // closed: stopping
+    state.phases.handoff_ns.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0)
+            .count(),
+        std::memory_order_relaxed);
     lock.lock();
   }
 }
@@ -101,6 +106,10 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
   const int threads = std::min(o.num_threads, o.num_envs);
   EnvPoolOptions resolved = o;
   resolved.num_threads = threads;
+  if (o.env.render) {
+    resolved.env.render_backend =
+        ResolveRenderBackend(o.env.render_backend, threads);
+  }
   std::unique_ptr<EnvPool> pool(new EnvPool(resolved));
   EnvPoolState& state = pool->impl_->state;
   for (int i = 0; i < o.num_envs; ++i) {
@@ -149,10 +158,12 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
     });
   }
   spdlog::info(
-      "env pool: {} envs on {} worker threads, {}x{} cameras{}; latency model: "
-      "{}",
+      "env pool: {} envs on {} worker threads, {}x{} cameras ({}); latency "
+      "model: {}",
       o.num_envs, threads, o.env.image_width, o.env.image_height,
-      o.env.render ? "" : " (not rendered)", o.latency.Describe());
+      o.env.render ? RenderBackendName(resolved.env.render_backend)
+                   : "not rendered",
+      o.latency.Describe());
   // Every env starts ready with its reset observation.
   if (!o.on_ready) {
     for (int i = 0; i < o.num_envs; ++i) {

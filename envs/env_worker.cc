@@ -60,7 +60,8 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
   std::unique_ptr<EnvWorker> w(new EnvWorker(state, index));
   const EnvPoolOptions& o = state->options;
   if (o.env.render) {
-    absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
+    absl::StatusOr<std::unique_ptr<EglContext>> gl =
+        EglContext::Create(o.env.render_backend);
     if (!gl.ok()) return gl.status();
     w->gl_ = *std::move(gl);
   }

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "envs/arm_controller.h"
+#include "envs/egl_context.h"
 #include "envs/mujoco_handles.h"
 #include "envs/renderer.h"
 #include "envs/task.h"
@@ -42,7 +43,10 @@ inline constexpr int kProprioDim = 8;
 struct EnvOptions {
   int image_width = 128;
   int image_height = 128;
-  bool render = true;         // false: images stay zero (physics-only use)
+  bool render = true;  // false: images stay zero (physics-only use)
+  // Who renders (envs/egl_context.h); the env pool resolves kAuto for its
+  // worker count.
+  RenderBackend render_backend = RenderBackend::kAuto;
   int physics_substeps = 25;  // per control step: 500 Hz physics, 20 Hz control
   bool shaped_reward = false;  // add -0.1 * distance(eef, goal object) per step
   ArmControllerOptions controller;

@@ -112,6 +112,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "camera image height (pixels)");
   s->Bool("env.shaped_reward", &c->env.shaped_reward,
           "shaped reward instead of sparse success");
+  s->Choice("env.render_backend", &c->env.render_backend,
+            {"auto", "gpu", "mesa"},
+            "who renders: a GPU's EGL device, Mesa llvmpipe, or auto (README)");
   s->String("env.tasks", &c->env.tasks,
             "comma-separated task names or task files, or \"all\"");
   s->Real("env.latency_mean_ms", &c->env.latency_mean_ms,

@@ -94,6 +94,8 @@ struct EnvConfig {
   int64_t image_width = 128;  // camera resolution (pixels)
   int64_t image_height = 128;
   bool shaped_reward = false;  // sparse success reward unless true
+  // Who renders: auto | gpu (a GPU vendor's EGL device) | mesa (llvmpipe).
+  std::string render_backend = "auto";
   std::string tasks = "all";   // env i runs task i % n of this list ("all")
   double latency_mean_ms = 0;  // extra lognormal wall time per step (0: off)
   double latency_cv = 0.5;     // its coefficient of variation

@@ -190,9 +190,10 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
     int first_init) {
   if (sampled) torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-  absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
-  if (!gl.ok()) return gl.status();
   const EnvOptions opts = EnvOptionsFromConfig(c);
+  absl::StatusOr<std::unique_ptr<EglContext>> gl =
+      EglContext::Create(opts.render_backend);
+  if (!gl.ok()) return gl.status();
   std::vector<std::string> instructions;
   struct Job {
     std::unique_ptr<ManipulationEnv> env;

@@ -25,7 +25,8 @@ absl::StatusOr<Session> Open(const std::string& name, EnvOptions options) {
   absl::StatusOr<TaskSpec> spec = ResolveTask(name);
   if (!spec.ok()) return spec.status();
   Session s;
-  absl::StatusOr<std::unique_ptr<EglContext>> gl = EglContext::Create();
+  absl::StatusOr<std::unique_ptr<EglContext>> gl =
+      EglContext::Create(options.render_backend);
   if (!gl.ok()) return gl.status();
   s.gl = *std::move(gl);
   options.render = true;

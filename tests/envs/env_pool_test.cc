@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -311,6 +312,38 @@ TEST(EnvPool, EachFramesPhasesAreTimedAndFitInItsStep) {
     EXPECT_LE(s.phases.physics_ms + s.phases.render_ms + s.phases.readback_ms,
               s.step_ms.mean() + 1e-3);
   }
+}
+
+TEST(RenderBackend, MesaRendersHereAndAGpuBackendSaysWhenThereIsNone) {
+  EXPECT_EQ(ParseRenderBackend("mesa"), RenderBackend::kMesa);
+  EXPECT_EQ(ParseRenderBackend("gpu"), RenderBackend::kGpu);
+  EXPECT_EQ(ParseRenderBackend("auto"), RenderBackend::kAuto);
+  EXPECT_FALSE(ParseRenderBackend("osmesa").has_value());
+  // auto: the GPU's device for a process rendering on few threads only.
+  EXPECT_EQ(
+      ResolveRenderBackend(RenderBackend::kAuto, kMaxGpuRenderThreads + 1),
+      RenderBackend::kMesa);
+  EXPECT_EQ(ResolveRenderBackend(RenderBackend::kAuto, 1),
+            HasGpuEglDevice() ? RenderBackend::kGpu : RenderBackend::kMesa);
+  EXPECT_EQ(ResolveRenderBackend(RenderBackend::kGpu, 8), RenderBackend::kGpu);
+
+  EnvPoolOptions o = Options(1);
+  o.env.render_backend = RenderBackend::kMesa;
+  auto pool = EnvPool::Create(o);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::vector<int> ready;
+  ASSERT_TRUE((*pool)->Recv(kEnvs, absl::Seconds(30), &ready).ok());
+  const Observation& obs = *(*pool)->state(ready.front()).obs;
+  EXPECT_NE(std::count(obs.agentview.begin(), obs.agentview.end(), 0),
+            static_cast<long>(obs.agentview.size()))
+      << "a blank image";
+  if (HasGpuEglDevice()) return;
+  o.env.render_backend = RenderBackend::kGpu;
+  auto none = EnvPool::Create(o);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no GPU EGL device"),
+            std::string::npos)
+      << none.status();
 }
 
 TEST(EnvPool, UnknownTaskIsAnError) {
