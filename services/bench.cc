@@ -54,6 +54,7 @@ absl::Status BenchEnvs(const EnvPoolOptions& options, double seconds,
   out->env_render_ms = st.phases.render_ms;
   out->env_readback_ms = st.phases.readback_ms;
   out->env_handoff_ms = st.handoff_ms;
+  out->env_workers = p.num_threads();
   p.Close();
   return absl::OkStatus();
 }
@@ -147,6 +148,20 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
 
 std::string Pct(double v) { return absl::StrFormat("%.0f%%", v); }
 
+// The env stage alone at twice the workers (at most one per env and core),
+// when the env stage is the slowest: the advice then says what it measured.
+absl::Status ProbeMoreEnvWorkers(EnvPoolOptions pool, int cores, double seconds,
+                                 StageAlone* a) {
+  const int more = std::min({2 * a->env_workers, pool.num_envs, cores});
+  if (more <= a->env_workers) return absl::OkStatus();
+  pool.num_threads = more;
+  StageAlone probe;
+  if (absl::Status s = BenchEnvs(pool, seconds, &probe); !s.ok()) return s;
+  a->env_probe_workers = more;
+  a->env_probe_frames_per_s = probe.env_frames_per_s;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<BenchResult> RunBench(const Config& config,
@@ -189,6 +204,14 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   BenchInference(c, *parts, stage_s, &r.alone);
   BenchLearner(c, *parts, stage_s, &r.alone);
   const double E = r.execute_steps;
+  if (r.alone.env_frames_per_s <
+      std::min(r.alone.inference_obs_per_s, r.alone.learner_samples_per_s) *
+          E) {
+    if (absl::Status s = ProbeMoreEnvWorkers(pool, r.cores, stage_s, &r.alone);
+        !s.ok()) {
+      return s;
+    }
+  }
   r.alone.inference_cpu_s_per_frame =
       static_cast<double>(c.threads.torch_intra_op) /
       (r.alone.inference_obs_per_s * E);
@@ -257,10 +280,7 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
     r.bottleneck = slowest->name;
     const std::string b = slowest->name;
     if (b == "env") {
-      r.advice =
-          "env-bound: add env workers or envs (latency hides behind more "
-          "envs), "
-          "or lower the image resolution; inference and learner have headroom";
+      r.advice = EnvBoundAdvice(r.alone);
     } else if (b == "inference") {
       r.advice =
           "inference-bound: raise batcher.max_batch / max_wait_ms, add an "
@@ -275,6 +295,30 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
       r.pipeline_limit > 0 ? r.async.summary.env_frames_per_s / r.pipeline_limit
                            : 0;
   return r;
+}
+
+std::string EnvBoundAdvice(const StageAlone& a) {
+  const std::string rest =
+      "or lower the image resolution; inference and learner have headroom";
+  if (a.env_probe_workers == 0) {
+    return absl::StrCat(
+        "env-bound (", a.env_workers,
+        " env workers, no more cores or envs to give them): add envs (latency "
+        "hides behind more), try the other env.render_backend, ",
+        rest);
+  }
+  const std::string measured = absl::StrFormat(
+      "%d env workers: %.0f frames/s alone, %d: %.0f", a.env_workers,
+      a.env_frames_per_s, a.env_probe_workers, a.env_probe_frames_per_s);
+  if (a.env_probe_frames_per_s >= 1.1 * a.env_frames_per_s) {
+    return absl::StrCat("env-bound: add env workers (", measured, ") or envs, ",
+                        rest);
+  }
+  return absl::StrCat(
+      "env-bound, and more env workers do not help here (", measured,
+      "): see where a frame's time goes (env per frame), try the other "
+      "env.render_backend, ",
+      rest);
 }
 
 std::string FormatBenchTable(const BenchResult& r) {
@@ -408,7 +452,9 @@ std::string BenchJson(const BenchResult& r) {
       "{\"env_frames_per_s\": %.3f, "
       "\"env_cpu_s_per_frame\": %.6f, \"env_physics_ms\": %.4f, "
       "\"env_render_ms\": %.4f, \"env_readback_ms\": %.4f, "
-      "\"env_handoff_ms\": %.4f, \"inference_obs_per_s\": %.3f, "
+      "\"env_handoff_ms\": %.4f, \"env_workers\": %d, "
+      "\"env_probe_workers\": %d, \"env_probe_frames_per_s\": %.3f, "
+      "\"inference_obs_per_s\": %.3f, "
       "\"inference_batch\": %d, "
       "\"inference_cpu_s_per_frame\": %.6f, \"learner_samples_per_s\": %.3f, "
       "\"learner_cpu_s_per_frame\": %.6f},\n"
@@ -425,12 +471,14 @@ std::string BenchJson(const BenchResult& r) {
       r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
       r.alone.env_cpu_s_per_frame, r.alone.env_physics_ms,
       r.alone.env_render_ms, r.alone.env_readback_ms, r.alone.env_handoff_ms,
-      r.alone.inference_obs_per_s, r.alone.inference_batch,
-      r.alone.inference_cpu_s_per_frame, r.alone.learner_samples_per_s,
-      r.alone.learner_cpu_s_per_frame, mode(r.sync.summary),
-      mode(r.async.summary), r.ratio_async_over_sync, r.pipeline_limit,
-      r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
-      r.advice, processes(r.processes_sync), processes(r.processes_async));
+      r.alone.env_workers, r.alone.env_probe_workers,
+      r.alone.env_probe_frames_per_s, r.alone.inference_obs_per_s,
+      r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
+      r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,
+      mode(r.sync.summary), mode(r.async.summary), r.ratio_async_over_sync,
+      r.pipeline_limit, r.stage_limit, r.core_limit, r.pipeline_efficiency,
+      r.bottleneck, r.advice, processes(r.processes_sync),
+      processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {

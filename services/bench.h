@@ -31,6 +31,11 @@ struct StageAlone {
   // Its phases per frame, ms: physics, render, readback, hand-off (EnvPool).
   double env_physics_ms = 0, env_render_ms = 0, env_readback_ms = 0;
   double env_handoff_ms = 0;
+  int env_workers = 0;
+  // The env stage alone again at more workers (0: none to add), so that the
+  // advice to add env workers is only given where they measured faster.
+  int env_probe_workers = 0;
+  double env_probe_frames_per_s = 0;
   double inference_obs_per_s = 0;  // at the async batch size
   int inference_batch = 0;
   double learner_samples_per_s = 0;
@@ -58,6 +63,10 @@ struct BenchResult {
   double pipeline_efficiency = 0;  // async / pipeline limit
   std::string bottleneck, advice;
 };
+
+// What to do about an env-bound run: add env workers only where the probe
+// at more workers measured at least 10% faster.
+std::string EnvBoundAdvice(const StageAlone& a);
 
 // Where the roles run besides one process: with `processes`, sync and async
 // run again as processes (`binary` up --local).
