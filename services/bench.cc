@@ -148,6 +148,26 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
 
 std::string Pct(double v) { return absl::StrFormat("%.0f%%", v); }
 
+struct StageLimit {
+  const char* name;
+  double frames_per_s;
+};
+
+// The slowest stage alone, in env frames/s (a decision drives
+// `execute_steps` frames); the env on a tie.
+StageLimit SlowestStage(const StageAlone& a, double execute_steps) {
+  const StageLimit limits[] = {
+      {"env", a.env_frames_per_s},
+      {"inference", a.inference_obs_per_s * execute_steps},
+      {"learner", a.learner_samples_per_s * execute_steps},
+  };
+  StageLimit slowest = limits[0];
+  for (const StageLimit& l : limits) {
+    if (l.frames_per_s < slowest.frames_per_s) slowest = l;
+  }
+  return slowest;
+}
+
 // The env stage alone at twice the workers (at most one per env and core),
 // when the env stage is the slowest: the advice then says what it measured.
 absl::Status ProbeMoreEnvWorkers(EnvPoolOptions pool, int cores, double seconds,
@@ -204,9 +224,7 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   BenchInference(c, *parts, stage_s, &r.alone);
   BenchLearner(c, *parts, stage_s, &r.alone);
   const double E = r.execute_steps;
-  if (r.alone.env_frames_per_s <
-      std::min(r.alone.inference_obs_per_s, r.alone.learner_samples_per_s) *
-          E) {
+  if (std::string(SlowestStage(r.alone, E).name) == "env") {
     if (absl::Status s = ProbeMoreEnvWorkers(pool, r.cores, stage_s, &r.alone);
         !s.ok()) {
       return s;
@@ -245,20 +263,8 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
       r.sync.summary.env_frames_per_s > 0
           ? r.async.summary.env_frames_per_s / r.sync.summary.env_frames_per_s
           : 0;
-  struct Limit {
-    const char* name;
-    double frames_per_s;
-  };
-  const Limit limits[] = {
-      {"env", r.alone.env_frames_per_s},
-      {"inference", r.alone.inference_obs_per_s * E},
-      {"learner", r.alone.learner_samples_per_s * E},
-  };
-  const Limit* slowest = &limits[0];
-  for (const Limit& l : limits) {
-    if (l.frames_per_s < slowest->frames_per_s) slowest = &l;
-  }
-  r.stage_limit = slowest->frames_per_s;
+  const StageLimit slowest = SlowestStage(r.alone, E);
+  r.stage_limit = slowest.frames_per_s;
   const double cpu_per_frame = r.alone.env_cpu_s_per_frame +
                                r.alone.inference_cpu_s_per_frame +
                                r.alone.learner_cpu_s_per_frame;
@@ -277,8 +283,8 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
         1e3 * r.alone.learner_cpu_s_per_frame, r.cores);
   } else {
     r.pipeline_limit = r.stage_limit;
-    r.bottleneck = slowest->name;
-    const std::string b = slowest->name;
+    r.bottleneck = slowest.name;
+    const std::string b = slowest.name;
     if (b == "env") {
       r.advice = EnvBoundAdvice(r.alone);
     } else if (b == "inference") {
