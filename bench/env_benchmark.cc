@@ -79,7 +79,7 @@ void BM_ControlStep(benchmark::State& state) {
 
 void BM_EnvPool(benchmark::State& state) {
   EnvPoolOptions o;
-  o.tasks = {kTask};
+  o.tasks = {*FindTask(kTask)};
   o.num_envs = kPoolEnvs;
   o.num_threads = static_cast<int>(state.range(0));
   const double rss0 = RssMb();

@@ -30,9 +30,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "policies/tiny_vla_policy.h"
-#include "services/child_process.h"
 #include "services/learner/c10d_reducer.h"
 #include "services/learner/learner_core.h"
+#include "services/runs/child_process.h"
 
 namespace rlvla3 {
 namespace {

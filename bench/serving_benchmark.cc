@@ -27,11 +27,11 @@
 #include "runtime/observation_channel.h"
 #include "runtime/thread_budget.h"
 #include "runtime/weight_channel.h"
-#include "services/engine_config.h"
 #include "services/inference/inference_server.h"
 #include "services/net/grpc_common.h"
 #include "services/net/inference_service.h"
 #include "services/net/observation_client.h"
+#include "services/options/engine_config.h"
 
 namespace rlvla3 {
 namespace {

@@ -56,6 +56,68 @@ absl::Status ReleaseDelayedStates(EnvPoolState& state) {
   }
 }
 
+// One TaskModel per distinct task (names may repeat in o.tasks).
+absl::StatusOr<EnvWorker::TaskModels> LoadTaskModels(const EnvPoolOptions& o) {
+  EnvWorker::TaskModels models;
+  for (const TaskSpec& spec : o.tasks) {
+    if (models.count(spec.name) == 0) {
+      absl::StatusOr<std::shared_ptr<const TaskModel>> m =
+          TaskModel::Create(spec, o.env);
+      if (!m.ok()) return m.status();
+      models[spec.name] = *m;
+    }
+  }
+  return models;
+}
+
+// A slot per env (its latency model seeded from o.seed) and an action queue
+// per worker.
+void MakeSlotsAndQueues(const EnvPoolOptions& o, int threads,
+                        EnvPoolState& state) {
+  for (int i = 0; i < o.num_envs; ++i) {
+    state.slots.push_back(std::make_unique<EnvSlot>());
+    state.slots.back()->latency_rng.seed(o.seed + static_cast<uint64_t>(i) +
+                                         0x5EEDull);
+  }
+  for (int w = 0; w < threads; ++w) {
+    QueueOptions q;
+    q.capacity = static_cast<size_t>((o.num_envs + threads - 1) / threads) + 1;
+    q.max_producers = 4;
+    state.action_queues.push_back(std::make_unique<BoundedQueue<int>>(q));
+  }
+}
+
+// Each worker makes its envs (and GL context) on its own thread; this returns
+// once all have, so `startup` outlives every use of it. On an error the
+// workers that did start keep running: the pool's destructor stops them.
+absl::Status StartWorkers(Supervisor& supervisor, EnvPoolState& state,
+                          int threads, const EnvWorker::TaskModels& models) {
+  WorkerStartup startup;
+  for (int w = 0; w < threads; ++w) {
+    supervisor.Spawn(
+        absl::StrCat("env-worker-", w),
+        [&startup, &models, state = &state, w, threads]() -> absl::Status {
+          absl::StatusOr<std::unique_ptr<EnvWorker>> worker =
+              EnvWorker::Create(state, w, threads, models);
+          {
+            // Notified under the lock: once StartWorkers sees the last
+            // worker counted it returns and destroys `startup`, so no worker
+            // may still be inside notify_all then (found by TSan).
+            std::lock_guard<std::mutex> lock(startup.mu);
+            if (!worker.ok() && startup.error.ok())
+              startup.error = worker.status();
+            ++startup.started;
+            startup.cv.notify_all();
+          }
+          if (!worker.ok()) return worker.status();
+          return (*worker)->Run();
+        });
+  }
+  std::unique_lock<std::mutex> lock(startup.mu);
+  startup.cv.wait(lock, [&] { return startup.started == threads; });
+  return startup.error;
+}
+
 }  // namespace
 
 std::string LatencyModel::Describe() const {
@@ -92,17 +154,8 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
         "env pool: num_envs and num_threads must be >= 1");
   }
   if (o.env.render) ConfigureSoftwareRasterizer(o.lp_num_threads);
-  EnvWorker::TaskModels models;
-  for (const auto& name : o.tasks) {
-    if (models.count(name) == 0) {
-      absl::StatusOr<TaskSpec> spec = ResolveTask(name);
-      if (!spec.ok()) return spec.status();
-      absl::StatusOr<std::shared_ptr<const TaskModel>> m =
-          TaskModel::Create(*spec, o.env);
-      if (!m.ok()) return m.status();
-      models[name] = *m;
-    }
-  }
+  absl::StatusOr<EnvWorker::TaskModels> models = LoadTaskModels(o);
+  if (!models.ok()) return models.status();
   const int threads = std::min(o.num_threads, o.num_envs);
   EnvPoolOptions resolved = o;
   resolved.num_threads = threads;
@@ -112,45 +165,11 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
   }
   std::unique_ptr<EnvPool> pool(new EnvPool(resolved));
   EnvPoolState& state = pool->impl_->state;
-  for (int i = 0; i < o.num_envs; ++i) {
-    state.slots.push_back(std::make_unique<EnvSlot>());
-    state.slots.back()->latency_rng.seed(o.seed + static_cast<uint64_t>(i) +
-                                         0x5EEDull);
-  }
-  for (int w = 0; w < threads; ++w) {
-    QueueOptions q;
-    q.capacity = static_cast<size_t>((o.num_envs + threads - 1) / threads) + 1;
-    q.max_producers = 4;
-    state.action_queues.push_back(std::make_unique<BoundedQueue<int>>(q));
-  }
-  // Each worker makes its envs (and GL context) on its own thread; Create
-  // returns once all have, so `startup` outlives every use of it.
-  WorkerStartup startup;
-  for (int w = 0; w < threads; ++w) {
-    pool->impl_->supervisor.Spawn(
-        absl::StrCat("env-worker-", w),
-        [&startup, &models, state = &state, w, threads]() -> absl::Status {
-          absl::StatusOr<std::unique_ptr<EnvWorker>> worker =
-              EnvWorker::Create(state, w, threads, models);
-          {
-            // Notified under the lock: once Create sees the last worker
-            // counted it returns and destroys `startup`, so no worker may
-            // still be inside notify_all then (found by TSan).
-            std::lock_guard<std::mutex> lock(startup.mu);
-            if (!worker.ok() && startup.error.ok())
-              startup.error = worker.status();
-            ++startup.started;
-            startup.cv.notify_all();
-          }
-          if (!worker.ok()) return worker.status();
-          return (*worker)->Run();
-        });
-  }
-  {
-    std::unique_lock<std::mutex> lock(startup.mu);
-    startup.cv.wait(lock, [&] { return startup.started == threads; });
-    if (!startup.error.ok())
-      return startup.error;  // the destructor stops the workers
+  MakeSlotsAndQueues(o, threads, state);
+  if (absl::Status s =
+          StartWorkers(pool->impl_->supervisor, state, threads, *models);
+      !s.ok()) {
+    return s;  // the destructor stops the workers
   }
   if (o.latency.enabled()) {
     pool->impl_->supervisor.Spawn("env-latency-timer", [state = &state] {

@@ -49,6 +49,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "envs/manipulation_env.h"
+#include "envs/task.h"
 #include "runtime/bounded_queue.h"
 #include "runtime/fault_plan.h"
 #include "runtime/metrics.h"
@@ -65,7 +66,9 @@ struct LatencyModel {
 };
 
 struct EnvPoolOptions {
-  std::vector<std::string> tasks;  // env i runs tasks[i % tasks.size()]
+  // Env i runs tasks[i % tasks.size()]; resolved once, by the caller
+  // (ResolveTaskList, FindTask), so a task file is read once per run.
+  std::vector<TaskSpec> tasks;
   int num_envs = 4;
   int num_threads = 1;
   uint64_t seed = 0;

@@ -66,7 +66,8 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
     w->gl_ = *std::move(gl);
   }
   for (int i = index; i < o.num_envs; i += workers) {
-    const std::string& task = o.tasks[static_cast<size_t>(i) % o.tasks.size()];
+    const std::string& task =
+        o.tasks[static_cast<size_t>(i) % o.tasks.size()].name;
     const std::shared_ptr<const TaskModel>& model = models.at(task);
     std::shared_ptr<Renderer> renderer;
     if (o.env.render) {

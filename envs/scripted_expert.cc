@@ -15,6 +15,8 @@ constexpr double kHoverHeight = 0.10;  // above the object before descending
 constexpr double kGraspDepth = 0.0;    // eef at the cube centre when grasping
 constexpr int kGraspSteps = 6;         // steps with the gripper closing
 constexpr int kReleaseSteps = 5;
+// Gripper commands (action[6]).
+constexpr float kGripOpen = -1.0f, kGripClosed = 1.0f;
 constexpr int kPhaseTimeout = 45;  // steps before a phase gives up and moves on
 constexpr double kTol = 0.012;
 constexpr double kGain =
@@ -135,119 +137,142 @@ bool ScriptedExpert::MoveTo(const ManipulationEnv& env, const double target[3],
 }
 
 void ScriptedExpert::Act(const ManipulationEnv& env, float* action) {
-  const mjData* d = env.data();
   ++phase_steps_;
   const bool timeout = phase_steps_ > kPhaseTimeout;
-  constexpr float kOpen = -1.0f, kClosed = 1.0f;
-  double t[3];
   if (plan_ == Plan::kPickPlace || plan_ == Plan::kLift) {
-    const mjtNum* obj = d->xpos + 3 * object_body_;
-    if (phase_ == 0) grasp_yaw_ = WrapQuarter(BodyYaw(d, object_body_));
-    switch (phase_) {
-      case 0:  // hover above the object, aligned with its faces
-        t[0] = obj[0], t[1] = obj[1], t[2] = obj[2] + kHoverHeight;
-        if (MoveTo(env, t, grasp_yaw_, kOpen, kTol, action) || timeout)
-          Advance();
-        return;
-      case 1:  // descend around it
-        t[0] = obj[0], t[1] = obj[1], t[2] = obj[2] + kGraspDepth;
-        if (MoveTo(env, t, grasp_yaw_, kOpen, 0.008, action) || timeout)
-          Advance();
-        return;
-      case 2:  // close the gripper
-        t[0] = obj[0], t[1] = obj[1], t[2] = obj[2] + kGraspDepth;
-        MoveTo(env, t, grasp_yaw_, kClosed, kTol, action);
-        if (phase_steps_ >= kGraspSteps) Advance();
-        return;
-      case 3: {  // lift
-        double pos[3], quat[4];
-        env.task().controller().EefPose(d, pos, quat);
-        t[0] = pos[0], t[1] = pos[1], t[2] = kCarryHeight;
-        if ((MoveTo(env, t, grasp_yaw_, kClosed, kTol, action) || timeout) &&
-            plan_ == Plan::kPickPlace) {
-          Advance();
-        }
-        return;
+    if (!GraspAndLift(env, timeout, action)) Place(env, timeout, action);
+  } else if (plan_ == Plan::kOpenDrawer) {
+    OpenDrawer(env, timeout, action);
+  } else {
+    CloseDrawer(env, timeout, action);
+  }
+}
+
+bool ScriptedExpert::GraspAndLift(const ManipulationEnv& env, bool timeout,
+                                  float* action) {
+  const mjData* d = env.data();
+  const mjtNum* obj = d->xpos + 3 * object_body_;
+  if (phase_ == 0) grasp_yaw_ = WrapQuarter(BodyYaw(d, object_body_));
+  double t[3];
+  switch (phase_) {
+    case 0:  // hover above the object, aligned with its faces
+      t[0] = obj[0], t[1] = obj[1], t[2] = obj[2] + kHoverHeight;
+      if (MoveTo(env, t, grasp_yaw_, kGripOpen, kTol, action) || timeout)
+        Advance();
+      return true;
+    case 1:  // descend around it
+      t[0] = obj[0], t[1] = obj[1], t[2] = obj[2] + kGraspDepth;
+      if (MoveTo(env, t, grasp_yaw_, kGripOpen, 0.008, action) || timeout)
+        Advance();
+      return true;
+    case 2:  // close the gripper
+      t[0] = obj[0], t[1] = obj[1], t[2] = obj[2] + kGraspDepth;
+      MoveTo(env, t, grasp_yaw_, kGripClosed, kTol, action);
+      if (phase_steps_ >= kGraspSteps) Advance();
+      return true;
+    case 3: {  // lift
+      double pos[3], quat[4];
+      env.task().controller().EefPose(d, pos, quat);
+      t[0] = pos[0], t[1] = pos[1], t[2] = kCarryHeight;
+      if ((MoveTo(env, t, grasp_yaw_, kGripClosed, kTol, action) || timeout) &&
+          plan_ == Plan::kPickPlace) {
+        Advance();
       }
-      default:
-        break;
+      return true;
     }
-    const mjtNum* tgt = d->xpos + 3 * target_body_;
-    const double place_yaw =
-        target_body_ >= 0 ? WrapQuarter(BodyYaw(d, target_body_)) : 0.0;
-    // Aim the carried object, not the hand, at the target: the grasp is never
-    // perfectly centred.
-    double eef[3], quat[4];
-    env.task().controller().EefPose(d, eef, quat);
-    const double off_x = eef[0] - obj[0], off_y = eef[1] - obj[1];
-    switch (phase_) {
-      case 4:  // carry above the target
-        t[0] = tgt[0] + off_x, t[1] = tgt[1] + off_y, t[2] = kCarryHeight;
-        if (MoveTo(env, t, place_yaw, kClosed, kTol, action) || timeout)
-          Advance();
-        return;
-      case 5:  // lower
-        t[0] = tgt[0] + off_x, t[1] = tgt[1] + off_y,
-        t[2] = tgt[2] + place_height_;
-        if (MoveTo(env, t, place_yaw, kClosed, 0.008, action) || timeout)
-          Advance();
-        return;
-      case 6:  // release
-        t[0] = tgt[0] + off_x, t[1] = tgt[1] + off_y,
-        t[2] = tgt[2] + place_height_;
-        MoveTo(env, t, place_yaw, kOpen, kTol, action);
-        if (phase_steps_ >= kReleaseSteps) Advance();
-        return;
-      default: {  // retreat upwards and wait
-        double pos[3], quat[4];
-        env.task().controller().EefPose(d, pos, quat);
-        t[0] = pos[0], t[1] = pos[1], t[2] = kCarryHeight;
-        MoveTo(env, t, place_yaw, kOpen, kTol, action);
-        return;
-      }
+    default:
+      return false;
+  }
+}
+
+void ScriptedExpert::Place(const ManipulationEnv& env, bool timeout,
+                           float* action) {
+  const mjData* d = env.data();
+  const mjtNum* obj = d->xpos + 3 * object_body_;
+  const mjtNum* tgt = d->xpos + 3 * target_body_;
+  const double place_yaw =
+      target_body_ >= 0 ? WrapQuarter(BodyYaw(d, target_body_)) : 0.0;
+  // Aim the carried object, not the hand, at the target: the grasp is never
+  // perfectly centred.
+  double eef[3], quat[4];
+  env.task().controller().EefPose(d, eef, quat);
+  const double off_x = eef[0] - obj[0], off_y = eef[1] - obj[1];
+  double t[3];
+  switch (phase_) {
+    case 4:  // carry above the target
+      t[0] = tgt[0] + off_x, t[1] = tgt[1] + off_y, t[2] = kCarryHeight;
+      if (MoveTo(env, t, place_yaw, kGripClosed, kTol, action) || timeout)
+        Advance();
+      return;
+    case 5:  // lower
+      t[0] = tgt[0] + off_x, t[1] = tgt[1] + off_y,
+      t[2] = tgt[2] + place_height_;
+      if (MoveTo(env, t, place_yaw, kGripClosed, 0.008, action) || timeout)
+        Advance();
+      return;
+    case 6:  // release
+      t[0] = tgt[0] + off_x, t[1] = tgt[1] + off_y,
+      t[2] = tgt[2] + place_height_;
+      MoveTo(env, t, place_yaw, kGripOpen, kTol, action);
+      if (phase_steps_ >= kReleaseSteps) Advance();
+      return;
+    default: {  // retreat upwards and wait
+      double pos[3], quat[4];
+      env.task().controller().EefPose(d, pos, quat);
+      t[0] = pos[0], t[1] = pos[1], t[2] = kCarryHeight;
+      MoveTo(env, t, place_yaw, kGripOpen, kTol, action);
+      return;
     }
   }
-  // Drawer plans.
-  const mjtNum* h = d->site_xpos + 3 * handle_site_;
-  if (plan_ == Plan::kOpenDrawer) {
-    switch (phase_) {
-      case 0:
-        t[0] = h[0], t[1] = h[1], t[2] = h[2] + kHoverHeight;
-        if (MoveTo(env, t, 0.0, kOpen, kTol, action) || timeout) Advance();
-        return;
-      case 1:
-        t[0] = h[0], t[1] = h[1], t[2] = h[2] - 0.005;
-        if (MoveTo(env, t, 0.0, kOpen, 0.008, action) || timeout) Advance();
-        return;
-      case 2:
-        t[0] = h[0], t[1] = h[1], t[2] = h[2] - 0.005;
-        MoveTo(env, t, 0.0, kClosed, kTol, action);
-        if (phase_steps_ >= kGraspSteps) Advance();
-        return;
-      case 3:  // pull along -x
-        t[0] = h[0] - 0.06, t[1] = h[1], t[2] = h[2] - 0.005;
-        MoveTo(env, t, 0.0, kClosed, kTol, action);
-        if (phase_steps_ > 2 * kPhaseTimeout) Advance();
-        return;
-      default:
-        t[0] = h[0], t[1] = h[1], t[2] = h[2] + kHoverHeight;
-        MoveTo(env, t, 0.0, kOpen, kTol, action);
-        return;
-    }
+}
+
+void ScriptedExpert::OpenDrawer(const ManipulationEnv& env, bool timeout,
+                                float* action) {
+  const mjtNum* h = env.data()->site_xpos + 3 * handle_site_;
+  double t[3];
+  switch (phase_) {
+    case 0:
+      t[0] = h[0], t[1] = h[1], t[2] = h[2] + kHoverHeight;
+      if (MoveTo(env, t, 0.0, kGripOpen, kTol, action) || timeout) Advance();
+      return;
+    case 1:
+      t[0] = h[0], t[1] = h[1], t[2] = h[2] - 0.005;
+      if (MoveTo(env, t, 0.0, kGripOpen, 0.008, action) || timeout) Advance();
+      return;
+    case 2:
+      t[0] = h[0], t[1] = h[1], t[2] = h[2] - 0.005;
+      MoveTo(env, t, 0.0, kGripClosed, kTol, action);
+      if (phase_steps_ >= kGraspSteps) Advance();
+      return;
+    case 3:  // pull along -x
+      t[0] = h[0] - 0.06, t[1] = h[1], t[2] = h[2] - 0.005;
+      MoveTo(env, t, 0.0, kGripClosed, kTol, action);
+      if (phase_steps_ > 2 * kPhaseTimeout) Advance();
+      return;
+    default:
+      t[0] = h[0], t[1] = h[1], t[2] = h[2] + kHoverHeight;
+      MoveTo(env, t, 0.0, kGripOpen, kTol, action);
+      return;
   }
-  // Close: come down in front of the handle (robot side), then push along +x.
+}
+
+// Come down in front of the handle (robot side), then push along +x.
+void ScriptedExpert::CloseDrawer(const ManipulationEnv& env, bool timeout,
+                                 float* action) {
+  const mjtNum* h = env.data()->site_xpos + 3 * handle_site_;
+  double t[3];
   switch (phase_) {
     case 0:
       t[0] = h[0] - 0.06, t[1] = h[1], t[2] = h[2] + kHoverHeight;
-      if (MoveTo(env, t, 0.0, kClosed, kTol, action) || timeout) Advance();
+      if (MoveTo(env, t, 0.0, kGripClosed, kTol, action) || timeout) Advance();
       return;
     case 1:
       t[0] = h[0] - 0.06, t[1] = h[1], t[2] = h[2] - 0.01;
-      if (MoveTo(env, t, 0.0, kClosed, kTol, action) || timeout) Advance();
+      if (MoveTo(env, t, 0.0, kGripClosed, kTol, action) || timeout) Advance();
       return;
     default:
       t[0] = h[0] + 0.06, t[1] = h[1], t[2] = h[2] - 0.01;
-      MoveTo(env, t, 0.0, kClosed, kTol, action);
+      MoveTo(env, t, 0.0, kGripClosed, kTol, action);
       return;
   }
 }

@@ -43,6 +43,14 @@ class ScriptedExpert {
   bool MoveTo(const ManipulationEnv& env, const double target[3], double yaw,
               float grip, double tol, float* action) const;
   void Advance();
+  // Act's pieces, one per stretch of the script; `timeout` says the current
+  // phase has run out of steps. Phases 0-3 of the pick plans (hover, descend,
+  // grasp, lift); returns false, writing nothing, from phase 4 on.
+  bool GraspAndLift(const ManipulationEnv& env, bool timeout, float* action);
+  // Phases 4 on of kPickPlace: carry, lower, release, retreat.
+  void Place(const ManipulationEnv& env, bool timeout, float* action);
+  void OpenDrawer(const ManipulationEnv& env, bool timeout, float* action);
+  void CloseDrawer(const ManipulationEnv& env, bool timeout, float* action);
 
   Plan plan_ = Plan::kPickPlace;
   int object_body_ = -1;  // the object to grasp

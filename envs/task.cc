@@ -18,16 +18,19 @@ constexpr int kMaxPlacementTries = 10000;
 constexpr double kRestingSpeed = 0.05;  // m/s: an object "rests" below this
 constexpr double kOnTolerance = 0.015;  // m between a's bottom and b's top
 
+// Work area reachable from the home pose, left/right halves of it (x, m).
+constexpr double kWorkXMin = -0.24, kWorkXMax = 0.06;
+
 Placement Region(const std::string& o, double x0, double x1, double y0,
                  double y1) {
   return Placement{o, x0, x1, y0, y1};
 }
 
-std::vector<TaskSpec> MakeSuite() {
-  std::vector<TaskSpec> s;
-  auto cube = [](const char* c) { return ObjectSpec::Cube(c); };
-  // Work area reachable from the home pose, left/right halves of it.
-  const double x0 = -0.24, x1 = 0.06;
+// Shorthand: the task tables below name many cubes.
+ObjectSpec Cube(const char* colour) { return ObjectSpec::Cube(colour); }
+
+// Pick one cube and put it on the plate or on another cube.
+void AddSpatialTasks(std::vector<TaskSpec>* s) {
   auto spatial = [&](std::string name, std::string instr,
                      std::vector<ObjectSpec> objs, Predicate goal) {
     TaskSpec t;
@@ -36,29 +39,33 @@ std::vector<TaskSpec> MakeSuite() {
     t.instruction = std::move(instr);
     t.objects = std::move(objs);
     for (const auto& o : t.objects) {
-      t.placements.push_back(o.kind == ObjectKind::kPlate
-                                 ? Region(o.name, x0, x1, 0.05, 0.22)
-                                 : Region(o.name, x0, x1, -0.22, 0.02));
+      t.placements.push_back(
+          o.kind == ObjectKind::kPlate
+              ? Region(o.name, kWorkXMin, kWorkXMax, 0.05, 0.22)
+              : Region(o.name, kWorkXMin, kWorkXMax, -0.22, 0.02));
     }
     t.goal = {std::move(goal)};
     t.max_steps = kSpatialSteps;
-    s.push_back(std::move(t));
+    s->push_back(std::move(t));
   };
   spatial("put_red_cube_on_plate", "put the red cube on the plate",
-          {cube("red"), cube("green"), ObjectSpec::Plate()},
+          {Cube("red"), Cube("green"), ObjectSpec::Plate()},
           {Predicate::Kind::kOn, "red_cube", "plate"});
   spatial("put_blue_cube_on_plate", "put the blue cube on the plate",
-          {cube("blue"), cube("yellow"), ObjectSpec::Plate()},
+          {Cube("blue"), Cube("yellow"), ObjectSpec::Plate()},
           {Predicate::Kind::kOn, "blue_cube", "plate"});
   spatial("stack_green_cube_on_red_cube",
           "stack the green cube on the red cube",
-          {cube("red"), cube("green"), cube("blue")},
+          {Cube("red"), Cube("green"), Cube("blue")},
           {Predicate::Kind::kOn, "green_cube", "red_cube"});
   spatial("stack_yellow_cube_on_blue_cube",
           "stack the yellow cube on the blue cube",
-          {cube("blue"), cube("yellow"), cube("red")},
+          {Cube("blue"), Cube("yellow"), Cube("red")},
           {Predicate::Kind::kOn, "yellow_cube", "blue_cube"});
+}
 
+// Pick one cube and put it in a container (basket or bowl).
+void AddObjectTasks(std::vector<TaskSpec>* s) {
   auto object = [&](std::string name, std::string instr,
                     std::vector<ObjectSpec> objs, Predicate goal) {
     TaskSpec t;
@@ -69,42 +76,45 @@ std::vector<TaskSpec> MakeSuite() {
     for (const auto& o : t.objects) {
       const bool container =
           o.kind == ObjectKind::kBasket || o.kind == ObjectKind::kBowl;
-      t.placements.push_back(container ? Region(o.name, -0.16, 0.0, 0.1, 0.2)
-                                       : Region(o.name, x0, x1, -0.22, -0.02));
+      t.placements.push_back(
+          container ? Region(o.name, -0.16, 0.0, 0.1, 0.2)
+                    : Region(o.name, kWorkXMin, kWorkXMax, -0.22, -0.02));
     }
     t.goal = {std::move(goal)};
     t.max_steps = kObjectSteps;
-    s.push_back(std::move(t));
+    s->push_back(std::move(t));
   };
   object("put_red_cube_in_basket", "put the red cube in the basket",
-         {cube("red"), cube("blue"), ObjectSpec::Basket()},
+         {Cube("red"), Cube("blue"), ObjectSpec::Basket()},
          {Predicate::Kind::kIn, "red_cube", "basket"});
   object("put_green_cube_in_basket", "put the green cube in the basket",
-         {cube("green"), cube("yellow"), ObjectSpec::Basket()},
+         {Cube("green"), Cube("yellow"), ObjectSpec::Basket()},
          {Predicate::Kind::kIn, "green_cube", "basket"});
   object("put_blue_cube_in_bowl", "put the blue cube in the bowl",
-         {cube("blue"), cube("red"), ObjectSpec::Bowl()},
+         {Cube("blue"), Cube("red"), ObjectSpec::Bowl()},
          {Predicate::Kind::kIn, "blue_cube", "bowl"});
   object("put_yellow_cube_in_bowl", "put the yellow cube in the bowl",
-         {cube("yellow"), cube("green"), ObjectSpec::Bowl()},
+         {Cube("yellow"), Cube("green"), ObjectSpec::Bowl()},
          {Predicate::Kind::kIn, "yellow_cube", "bowl"});
+}
 
-  // Goal family: one scene (cabinet with drawer, bowl, two cubes), four goals.
+// Goal family: one scene (cabinet with drawer, bowl, two cubes), four goals.
+void AddGoalTasks(std::vector<TaskSpec>* s) {
   auto goal = [&](std::string name, std::string instr, Predicate p,
                   double drawer_open) {
     TaskSpec t;
     t.name = std::move(name);
     t.family = TaskFamily::kGoal;
     t.instruction = std::move(instr);
-    t.objects = {ObjectSpec::Drawer(), ObjectSpec::Bowl(), cube("red"),
-                 cube("green")};
+    t.objects = {ObjectSpec::Drawer(), ObjectSpec::Bowl(), Cube("red"),
+                 Cube("green")};
     t.placements = {Region("bowl", -0.2, -0.05, -0.22, -0.12),
                     Region("red_cube", -0.26, 0.0, -0.05, 0.05),
                     Region("green_cube", -0.26, 0.0, -0.05, 0.05)};
     t.goal = {std::move(p)};
     t.drawer_open_init = drawer_open;
     t.max_steps = kGoalSteps;
-    s.push_back(std::move(t));
+    s->push_back(std::move(t));
   };
   goal("open_the_drawer", "open the drawer",
        {Predicate::Kind::kOpen, "drawer", "", 0.7}, 0.0);
@@ -114,6 +124,13 @@ std::vector<TaskSpec> MakeSuite() {
        {Predicate::Kind::kLifted, "red_cube", "", 0.08}, 0.0);
   goal("put_the_green_cube_in_the_bowl", "put the green cube in the bowl",
        {Predicate::Kind::kIn, "green_cube", "bowl"}, 0.0);
+}
+
+std::vector<TaskSpec> MakeSuite() {
+  std::vector<TaskSpec> s;
+  AddSpatialTasks(&s);
+  AddObjectTasks(&s);
+  AddGoalTasks(&s);
   return s;
 }
 

@@ -65,9 +65,9 @@ absl::StatusOr<std::string> WorldbodyOf(const std::string& path) {
   return text->substr(begin, close - begin);
 }
 
-}  // namespace
-
-absl::StatusOr<TaskSpec> LoadTaskFile(const std::string& path) {
+// The top-level mapping of the task file at `path`; errors name the file, and
+// the line and column of bad YAML.
+absl::StatusOr<YAML::Node> LoadTaskYaml(const std::string& path) {
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -79,95 +79,139 @@ absl::StatusOr<TaskSpec> LoadTaskFile(const std::string& path) {
                                                    ": invalid YAML: ", e.msg));
   }
   if (!root.IsMap()) return Bad(path, "(document)", "expected a mapping");
+  return root;
+}
+
+// Unknown keys are errors, not ignored: a misspelt key would otherwise
+// silently leave its default.
+absl::Status CheckKeys(const std::string& path, const YAML::Node& root) {
   const std::vector<std::string> known = {
       "name",       "family",     "instruction", "max_steps",  "objects",
       "scene_mjcf", "placements", "goal",        "drawer_open"};
-  try {
-    for (const auto& kv : root) {
-      const std::string key = kv.first.as<std::string>();
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
-        return Bad(path, key,
-                   absl::StrCat("unknown key (expected one of: ",
-                                absl::StrJoin(known, ", "), ")"));
-      }
+  for (const auto& kv : root) {
+    const std::string key = kv.first.as<std::string>();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return Bad(path, key,
+                 absl::StrCat("unknown key (expected one of: ",
+                              absl::StrJoin(known, ", "), ")"));
     }
-    TaskSpec t;
-    for (const char* required : {"name", "instruction", "objects", "goal"}) {
-      if (!root[required]) return Bad(path, required, "missing");
-    }
-    t.name = root["name"].as<std::string>();
-    t.instruction = root["instruction"].as<std::string>();
-    const std::string family =
-        root["family"] ? root["family"].as<std::string>() : "spatial";
-    if (family == "spatial") {
-      t.family = TaskFamily::kSpatial;
-    } else if (family == "object") {
-      t.family = TaskFamily::kObject;
-    } else if (family == "goal") {
-      t.family = TaskFamily::kGoal;
-    } else {
+  }
+  for (const char* required : {"name", "instruction", "objects", "goal"}) {
+    if (!root[required]) return Bad(path, required, "missing");
+  }
+  return absl::OkStatus();
+}
+
+// name, instruction, family, max_steps and drawer_open.
+absl::Status ReadHeader(const std::string& path, const YAML::Node& root,
+                        TaskSpec* t) {
+  t->name = root["name"].as<std::string>();
+  t->instruction = root["instruction"].as<std::string>();
+  const std::string family =
+      root["family"] ? root["family"].as<std::string>() : "spatial";
+  if (family == "spatial") {
+    t->family = TaskFamily::kSpatial;
+  } else if (family == "object") {
+    t->family = TaskFamily::kObject;
+  } else if (family == "goal") {
+    t->family = TaskFamily::kGoal;
+  } else {
+    return Bad(
+        path, "family",
+        absl::StrCat("\"", family, "\": expected spatial, object or goal"));
+  }
+  t->max_steps = root["max_steps"] ? root["max_steps"].as<int>() : 300;
+  if (t->max_steps < 1)
+    return Bad(path, "max_steps", "expected a positive integer");
+  t->drawer_open_init =
+      root["drawer_open"] ? root["drawer_open"].as<double>() : 0.0;
+  if (t->drawer_open_init < 0 || t->drawer_open_init > 1) {
+    return Bad(path, "drawer_open", "expected a fraction in [0, 1]");
+  }
+  return absl::OkStatus();
+}
+
+// The built-in objects, and the bodies of scene_mjcf (a path relative to the
+// task file).
+absl::Status ReadObjects(const std::string& path, const YAML::Node& root,
+                         TaskSpec* t) {
+  for (const auto& o : root["objects"]) {
+    const std::string name = o.as<std::string>();
+    absl::StatusOr<ObjectSpec> spec = BuiltinObject(name);
+    if (!spec.ok()) {
       return Bad(
-          path, "family",
-          absl::StrCat("\"", family, "\": expected spatial, object or goal"));
+          path, "objects",
+          absl::StrCat(
+              "\"", name,
+              "\": expected red_cube, green_cube, blue_cube, yellow_cube, "
+              "bowl, plate, basket or drawer"));
     }
-    t.max_steps = root["max_steps"] ? root["max_steps"].as<int>() : 300;
-    if (t.max_steps < 1)
-      return Bad(path, "max_steps", "expected a positive integer");
-    t.drawer_open_init =
-        root["drawer_open"] ? root["drawer_open"].as<double>() : 0.0;
-    if (t.drawer_open_init < 0 || t.drawer_open_init > 1) {
-      return Bad(path, "drawer_open", "expected a fraction in [0, 1]");
+    t->objects.push_back(*spec);
+  }
+  if (root["scene_mjcf"]) {
+    const std::filesystem::path mjcf =
+        std::filesystem::path(path).parent_path() /
+        root["scene_mjcf"].as<std::string>();
+    const std::filesystem::path mjcf_normal = mjcf.lexically_normal();
+    absl::StatusOr<std::string> bodies = WorldbodyOf(mjcf_normal.string());
+    if (!bodies.ok()) return bodies.status();
+    t->extra_worldbody = *bodies;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadPlacements(const std::string& path, const YAML::Node& root,
+                            TaskSpec* t) {
+  for (const auto& p : root["placements"]) {
+    Placement pl;
+    pl.object = p["object"].as<std::string>();
+    const auto x = p["x"].as<std::vector<double>>();
+    const auto y = p["y"].as<std::vector<double>>();
+    if (x.size() != 2 || y.size() != 2 || x[0] > x[1] || y[0] > y[1]) {
+      return Bad(path, "placements",
+                 absl::StrCat(pl.object, ": x and y must be [min, max]"));
     }
-    for (const auto& o : root["objects"]) {
-      const std::string name = o.as<std::string>();
-      absl::StatusOr<ObjectSpec> spec = BuiltinObject(name);
-      if (!spec.ok()) {
-        return Bad(
-            path, "objects",
-            absl::StrCat(
-                "\"", name,
-                "\": expected red_cube, green_cube, blue_cube, yellow_cube, "
-                "bowl, plate, basket or drawer"));
-      }
-      t.objects.push_back(*spec);
+    pl.x_min = x[0], pl.x_max = x[1], pl.y_min = y[0], pl.y_max = y[1];
+    t->placements.push_back(pl);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadGoal(const std::string& path, const YAML::Node& root,
+                      TaskSpec* t) {
+  for (const auto& g : root["goal"]) {
+    const std::string kind = g["predicate"].as<std::string>();
+    absl::StatusOr<Predicate::Kind> k = PredicateKind(kind);
+    if (!k.ok()) {
+      return Bad(
+          path, "goal",
+          absl::StrCat("predicate \"", kind,
+                       "\": expected on, in, lifted, open, closed or near"));
     }
-    if (root["scene_mjcf"]) {
-      const std::filesystem::path mjcf =
-          std::filesystem::path(path).parent_path() /
-          root["scene_mjcf"].as<std::string>();
-      const std::filesystem::path mjcf_normal = mjcf.lexically_normal();
-      absl::StatusOr<std::string> bodies = WorldbodyOf(mjcf_normal.string());
-      if (!bodies.ok()) return bodies.status();
-      t.extra_worldbody = *bodies;
-    }
-    for (const auto& p : root["placements"]) {
-      Placement pl;
-      pl.object = p["object"].as<std::string>();
-      const auto x = p["x"].as<std::vector<double>>();
-      const auto y = p["y"].as<std::vector<double>>();
-      if (x.size() != 2 || y.size() != 2 || x[0] > x[1] || y[0] > y[1]) {
-        return Bad(path, "placements",
-                   absl::StrCat(pl.object, ": x and y must be [min, max]"));
-      }
-      pl.x_min = x[0], pl.x_max = x[1], pl.y_min = y[0], pl.y_max = y[1];
-      t.placements.push_back(pl);
-    }
-    for (const auto& g : root["goal"]) {
-      const std::string kind = g["predicate"].as<std::string>();
-      absl::StatusOr<Predicate::Kind> k = PredicateKind(kind);
-      if (!k.ok()) {
-        return Bad(
-            path, "goal",
-            absl::StrCat("predicate \"", kind,
-                         "\": expected on, in, lifted, open, closed or near"));
-      }
-      Predicate p{*k, g["a"].as<std::string>(),
-                  g["b"] ? g["b"].as<std::string>() : "",
-                  g["value"] ? g["value"].as<double>() : 0.0};
-      t.goal.push_back(p);
-    }
-    if (t.goal.empty())
-      return Bad(path, "goal", "expected at least one predicate");
+    Predicate p{*k, g["a"].as<std::string>(),
+                g["b"] ? g["b"].as<std::string>() : "",
+                g["value"] ? g["value"].as<double>() : 0.0};
+    t->goal.push_back(p);
+  }
+  if (t->goal.empty())
+    return Bad(path, "goal", "expected at least one predicate");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TaskSpec> LoadTaskFile(const std::string& path) {
+  absl::StatusOr<YAML::Node> root = LoadTaskYaml(path);
+  if (!root.ok()) return root.status();
+  // The readers throw on a value of the wrong type (yaml-cpp's as<T>): caught
+  // here once, naming the file, line and column.
+  try {
+    if (absl::Status s = CheckKeys(path, *root); !s.ok()) return s;
+    TaskSpec t;
+    if (absl::Status s = ReadHeader(path, *root, &t); !s.ok()) return s;
+    if (absl::Status s = ReadObjects(path, *root, &t); !s.ok()) return s;
+    if (absl::Status s = ReadPlacements(path, *root, &t); !s.ok()) return s;
+    if (absl::Status s = ReadGoal(path, *root, &t); !s.ok()) return s;
     return t;
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -33,6 +33,82 @@ const char* NameOf(at::ScalarType t) {
   return nullptr;
 }
 
+const DTypeName* FindDType(const std::string& name) {
+  const DTypeName* found = nullptr;
+  for (const auto& d : kDTypes) {
+    if (name == d.name) found = &d;
+  }
+  return found;
+}
+
+absl::Status NotSafetensors(const std::string& path, const std::string& why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": not a valid safetensors file: ", why));
+}
+
+// The header's "__metadata__" entry: a map of strings.
+absl::Status ReadMetadata(const std::string& path, const nlohmann::json& m,
+                          std::map<std::string, std::string>* metadata) {
+  if (!m.is_object())
+    return NotSafetensors(path, "__metadata__ is not an object");
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    if (!it->is_string()) {
+      return NotSafetensors(
+          path, absl::StrCat("metadata ", it.key(), " is not a string"));
+    }
+    (*metadata)[it.key()] = it->get<std::string>();
+  }
+  return absl::OkStatus();
+}
+
+// The tensor that header entry `e` describes, copied out of the `data_size`
+// data bytes at `base`; `*range` is where its bytes lie (to check overlaps).
+absl::StatusOr<at::Tensor> ReadTensor(const std::string& path,
+                                      const std::string& name,
+                                      const nlohmann::json& e, const char* base,
+                                      uint64_t data_size,
+                                      std::pair<uint64_t, uint64_t>* range) {
+  auto bad = [&](const std::string& why) { return NotSafetensors(path, why); };
+  if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
+      !e.contains("data_offsets") || !e["dtype"].is_string() ||
+      !e["shape"].is_array() || !e["data_offsets"].is_array() ||
+      e["data_offsets"].size() != 2) {
+    return bad(
+        absl::StrCat("tensor ", name, " lacks dtype, shape or data_offsets"));
+  }
+  const std::string dtype = e["dtype"].get<std::string>();
+  const DTypeName* dt = FindDType(dtype);
+  if (dt == nullptr)
+    return bad(absl::StrCat("tensor ", name, " has unknown dtype ", dtype));
+  std::vector<int64_t> shape;
+  uint64_t numel = 1;
+  for (const auto& s : e["shape"]) {
+    if (!s.is_number_unsigned())
+      return bad(absl::StrCat("tensor ", name, " has a bad shape"));
+    const uint64_t v = s.get<uint64_t>();
+    if (v != 0 && numel > (uint64_t{1} << 62) / v) {
+      return bad(absl::StrCat("tensor ", name, " shape overflows"));
+    }
+    numel *= v;
+    shape.push_back(static_cast<int64_t>(v));
+  }
+  const auto& off = e["data_offsets"];
+  if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
+    return bad(absl::StrCat("tensor ", name, " has bad data_offsets"));
+  }
+  const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
+  const uint64_t want = numel * c10::elementSize(dt->type);
+  if (end < begin || end > data_size || end - begin != want) {
+    return bad(absl::StrCat("tensor ", name, " data_offsets [", begin, ", ",
+                            end, ") do not match its ", want, " bytes inside ",
+                            data_size));
+  }
+  *range = {begin, end};
+  at::Tensor t = torch::empty(shape, at::TensorOptions().dtype(dt->type));
+  if (want > 0) std::memcpy(t.data_ptr(), base + begin, want);
+  return t;
+}
+
 }  // namespace
 
 absl::Status WriteSafetensors(
@@ -78,10 +154,7 @@ absl::StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path) {
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
   const std::string bytes((std::istreambuf_iterator<char>(in)),
                           std::istreambuf_iterator<char>());
-  auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a valid safetensors file: ", why));
-  };
+  auto bad = [&](const std::string& why) { return NotSafetensors(path, why); };
   if (bytes.size() < 8) return bad("shorter than its 8-byte header length");
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), sizeof(n));
@@ -99,57 +172,17 @@ absl::StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path) {
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
-      if (!it->is_object()) return bad("__metadata__ is not an object");
-      for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string())
-          return bad(absl::StrCat("metadata ", m.key(), " is not a string"));
-        f.metadata[m.key()] = m->get<std::string>();
+      if (absl::Status s = ReadMetadata(path, *it, &f.metadata); !s.ok()) {
+        return s;
       }
       continue;
     }
-    const auto& e = *it;
-    const std::string& name = it.key();
-    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
-        !e.contains("data_offsets") || !e["dtype"].is_string() ||
-        !e["shape"].is_array() || !e["data_offsets"].is_array() ||
-        e["data_offsets"].size() != 2) {
-      return bad(
-          absl::StrCat("tensor ", name, " lacks dtype, shape or data_offsets"));
-    }
-    const std::string dtype = e["dtype"].get<std::string>();
-    const DTypeName* dt = nullptr;
-    for (const auto& d : kDTypes) {
-      if (dtype == d.name) dt = &d;
-    }
-    if (dt == nullptr)
-      return bad(absl::StrCat("tensor ", name, " has unknown dtype ", dtype));
-    std::vector<int64_t> shape;
-    uint64_t numel = 1;
-    for (const auto& s : e["shape"]) {
-      if (!s.is_number_unsigned())
-        return bad(absl::StrCat("tensor ", name, " has a bad shape"));
-      const uint64_t v = s.get<uint64_t>();
-      if (v != 0 && numel > (uint64_t{1} << 62) / v) {
-        return bad(absl::StrCat("tensor ", name, " shape overflows"));
-      }
-      numel *= v;
-      shape.push_back(static_cast<int64_t>(v));
-    }
-    const auto& off = e["data_offsets"];
-    if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
-      return bad(absl::StrCat("tensor ", name, " has bad data_offsets"));
-    }
-    const uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    const uint64_t want = numel * c10::elementSize(dt->type);
-    if (end < begin || end > data_size || end - begin != want) {
-      return bad(absl::StrCat("tensor ", name, " data_offsets [", begin, ", ",
-                              end, ") do not match its ", want,
-                              " bytes inside ", data_size));
-    }
-    ranges.emplace_back(begin, end);
-    at::Tensor t = torch::empty(shape, at::TensorOptions().dtype(dt->type));
-    if (want > 0) std::memcpy(t.data_ptr(), base + begin, want);
-    f.tensors.emplace_back(name, t);
+    std::pair<uint64_t, uint64_t> range;
+    absl::StatusOr<at::Tensor> t =
+        ReadTensor(path, it.key(), *it, base, data_size, &range);
+    if (!t.ok()) return t.status();
+    ranges.push_back(range);
+    f.tensors.emplace_back(it.key(), *std::move(t));
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) {

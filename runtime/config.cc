@@ -47,32 +47,7 @@ absl::Status CheckDeviceNames(const Config& c) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-OverflowPolicy ParseOverflowPolicy(const std::string& name) {
-  if (name == "drop_oldest") return OverflowPolicy::kDropOldest;
-  if (name == "reject") return OverflowPolicy::kReject;
-  return OverflowPolicy::kBlock;
-}
-
-QueueOptions QueueConfig::ToOptions() const {
-  QueueOptions o;
-  o.capacity = static_cast<size_t>(capacity);
-  o.overflow = ParseOverflowPolicy(overflow);
-  o.max_producers = static_cast<size_t>(max_producers);
-  o.spin_before_sleep = static_cast<int>(spin_before_sleep);
-  return o;
-}
-
-BatcherOptions BatcherConfig::ToOptions() const {
-  BatcherOptions o;
-  o.max_batch = static_cast<size_t>(max_batch);
-  o.max_wait = absl::Microseconds(static_cast<int64_t>(max_wait_ms * 1000.0));
-  o.idle_poll = absl::Microseconds(static_cast<int64_t>(idle_poll_ms * 1000.0));
-  return o;
-}
-
-void DescribeConfig(Config* c, ConfigSchema* s) {
+void DescribeRun(Config* c, ConfigSchema* s) {
   s->String("run.name", &c->run.name, "run folder name");
   s->String("run.out_dir", &c->run.out_dir, "parent folder of run folders");
   s->Int("run.seed", &c->run.seed, {0, (int64_t{1} << 31) - 1},
@@ -81,7 +56,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
             "async pipeline or lock-step baseline");
   s->Choice("run.log_level", &c->run.log_level,
             {"trace", "debug", "info", "warn", "error"}, "log verbosity");
+}
 
+void DescribeCluster(Config* c, ConfigSchema* s) {
   s->Int("cluster.rollout_workers", &c->cluster.rollout_workers, {1, 256},
          "rollout processes, env.num_envs envs each");
   s->Int("cluster.inference_servers", &c->cluster.inference_servers, {1, 64},
@@ -104,7 +81,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Real("cluster.collective_timeout_s", &c->cluster.collective_timeout_s,
           {1, false, 3600, false},
           "a learner collective waits this long for every rank");
+}
 
+void DescribeEnv(Config* c, ConfigSchema* s) {
   s->Int("env.num_envs", &c->env.num_envs, {1, 4096}, "envs in the pool");
   s->Int("env.image_width", &c->env.image_width, {16, 1024},
          "camera image width (pixels)");
@@ -131,7 +110,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           {0.0, false, 3600.0, false},
           "a step slower than this ends its episode and resets the env, "
           "counted as a fault (0: off)");
+}
 
+void DescribeThreads(Config* c, ConfigSchema* s) {
   s->Int("threads.torch_intra_op", &c->threads.torch_intra_op, {1, 256},
          "LibTorch intra-op threads");
   s->Int("threads.torch_inter_op", &c->threads.torch_inter_op, {1, 256},
@@ -150,10 +131,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "nice value of the learner thread: above 0, env workers and "
          "inference actors (the latency-critical path) preempt it on "
          "contended cores");
+}
 
-  DescribeQueue("queues.request", &c->queues.request, s);
-  DescribeQueue("queues.trajectory", &c->queues.trajectory, s);
-
+void DescribeBatcher(Config* c, ConfigSchema* s) {
   s->Int("batcher.max_batch", &c->batcher.max_batch, {1, 4096},
          "B_max: items per inference batch");
   s->Real("batcher.max_wait_ms", &c->batcher.max_wait_ms,
@@ -162,7 +142,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Real("batcher.idle_poll_ms", &c->batcher.idle_poll_ms,
           {0.0, true, 10000.0, false},
           "ms an idle actor waits before housekeeping");
+}
 
+void DescribeMetrics(Config* c, ConfigSchema* s) {
   s->Real("metrics.interval_s", &c->metrics.interval_s,
           {0.0, true, 3600.0, false}, "seconds between metric snapshots");
   s->Choice("metrics.progress", &c->metrics.progress,
@@ -170,7 +152,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
             "live progress line: auto picks tty or plain");
   s->Bool("metrics.jsonl", &c->metrics.jsonl, "write metrics.jsonl");
   s->Bool("metrics.csv", &c->metrics.csv, "write metrics.csv");
+}
 
+void DescribePolicy(Config* c, ConfigSchema* s) {
   s->Choice("policy.kind", &c->policy.kind, {"tiny_vla", "torchscript"},
             "tiny_vla (built from policy.*) or torchscript (policy.path)");
   s->String("policy.path", &c->policy.path,
@@ -192,8 +176,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Bool("policy.value_detach", &c->policy.value_detach,
           "value head reads stopped-gradient features (critic loss leaves "
           "the actor's trunk alone)");
-  DescribeDevices(c, s);
+}
 
+void DescribeSft(Config* c, ConfigSchema* s) {
   s->String("sft.tasks", &c->sft.tasks,
             "comma-separated task names (or task files), or all");
   s->Int("sft.demos_per_task", &c->sft.demos_per_task, {1, 100000},
@@ -221,7 +206,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
          "chunk steps executed before re-planning");
   s->String("sft.checkpoint", &c->sft.checkpoint,
             "output folder (default <run folder>/checkpoint)");
+}
 
+// rl.*: what one global batch holds and how an update cuts it.
+void DescribeRlBatch(Config* c, ConfigSchema* s) {
   s->Choice("rl.algorithm", &c->rl.algorithm, {"ppo", "grpo"}, "RL objective");
   s->Int("rl.rollout_len", &c->rl.rollout_len, {1, 100000},
          "decisions per env per segment");
@@ -235,6 +223,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Int("rl.minibatches", &c->rl.minibatches, {1, 4096},
          "shuffled minibatches per pass, one optimizer step each; the "
          "proximal policy is the one at the start of the update");
+}
+
+// rl.*: the optimizer, the loss's terms and the adaptive learning rate.
+void DescribeRlOptimizer(Config* c, ConfigSchema* s) {
   s->Real("rl.lr", &c->rl.lr, {0.0, true, 1.0, false}, "AdamW learning rate");
   s->Real("rl.weight_decay", &c->rl.weight_decay, {0.0, false, 1.0, false},
           "AdamW weight decay");
@@ -281,6 +273,10 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
           {0.0, false, 100.0, false},
           "sampling temperature every action dimension starts RL with "
           "(replaces the checkpoint's learned ones; 0: keep them)");
+}
+
+// rl.*: how far rollout runs ahead, how long the run lasts, what it records.
+void DescribeRlRun(Config* c, ConfigSchema* s) {
   s->Int("rl.max_policy_lag", &c->rl.max_policy_lag, {0, 1000},
          "versions rollout may run ahead of the learner");
   s->Int("rl.execute_steps", &c->rl.execute_steps, {1, 64},
@@ -298,7 +294,9 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Int("rl.success_window", &c->rl.success_window, {1, 1000000},
          "episodes in the rolling success rate");
   s->Bool("rl.timeline", &c->rl.timeline, "record per-stage intervals");
+}
 
+void DescribeSelfcheck(Config* c, ConfigSchema* s) {
   s->Int("selfcheck.num_envs", &c->selfcheck.num_envs, {1, 1024},
          "synthetic envs");
   s->Int("selfcheck.steps_per_env", &c->selfcheck.steps_per_env, {1, 10000000},
@@ -310,6 +308,51 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   s->Int("selfcheck.hidden", &c->selfcheck.hidden, {1, 1 << 16}, "MLP width");
   s->Real("selfcheck.env_step_ms", &c->selfcheck.env_step_ms,
           {0.0, false, 10000.0, false}, "emulated simulator ms per step");
+}
+
+}  // namespace
+
+OverflowPolicy ParseOverflowPolicy(const std::string& name) {
+  if (name == "drop_oldest") return OverflowPolicy::kDropOldest;
+  if (name == "reject") return OverflowPolicy::kReject;
+  return OverflowPolicy::kBlock;
+}
+
+QueueOptions QueueConfig::ToOptions() const {
+  QueueOptions o;
+  o.capacity = static_cast<size_t>(capacity);
+  o.overflow = ParseOverflowPolicy(overflow);
+  o.max_producers = static_cast<size_t>(max_producers);
+  o.spin_before_sleep = static_cast<int>(spin_before_sleep);
+  return o;
+}
+
+BatcherOptions BatcherConfig::ToOptions() const {
+  BatcherOptions o;
+  o.max_batch = static_cast<size_t>(max_batch);
+  o.max_wait = absl::Microseconds(static_cast<int64_t>(max_wait_ms * 1000.0));
+  o.idle_poll = absl::Microseconds(static_cast<int64_t>(idle_poll_ms * 1000.0));
+  return o;
+}
+
+// The order of these calls is the order of the fields in ConfigToYaml's
+// output (and so in every config.yaml a run writes): keep it.
+void DescribeConfig(Config* c, ConfigSchema* s) {
+  DescribeRun(c, s);
+  DescribeCluster(c, s);
+  DescribeEnv(c, s);
+  DescribeThreads(c, s);
+  DescribeQueue("queues.request", &c->queues.request, s);
+  DescribeQueue("queues.trajectory", &c->queues.trajectory, s);
+  DescribeBatcher(c, s);
+  DescribeMetrics(c, s);
+  DescribePolicy(c, s);
+  DescribeDevices(c, s);
+  DescribeSft(c, s);
+  DescribeRlBatch(c, s);
+  DescribeRlOptimizer(c, s);
+  DescribeRlRun(c, s);
+  DescribeSelfcheck(c, s);
 }
 
 absl::StatusOr<Config> LoadConfig(const std::string& path,

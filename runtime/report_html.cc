@@ -29,14 +29,31 @@ std::string Num(double v) {
   return absl::StrFormat("%.4g", v);
 }
 
-// Tick `i` of an axis with round step `step`: every tick in the unit the
-// step needs (5k, 10k, 15k rather than 5000, 10k, 15k).
+// A tick value as people write it: 0, 0.25, 0.5, 2, 437, 5k, 12.5k, 1.5M;
+// never exponent notation (1e+04, 1.5e+06), and a million reads 1M rather
+// than 1000k. Ticks are round multiples of 1, 2 or 5 x 10^k, so four
+// significant digits (trailing zeros dropped) show them exactly.
+std::string TickLabel(double v) {
+  const double a = std::fabs(v);
+  if (!(a > 0) || !std::isfinite(v)) return "0";
+  const char* unit = a >= 1e6 ? "M" : a >= 1e3 ? "k" : "";
+  const double scaled = a >= 1e6 ? v / 1e6 : a >= 1e3 ? v / 1e3 : v;
+  const int magnitude =
+      static_cast<int>(std::floor(std::log10(std::fabs(scaled))));
+  const int decimals = std::clamp(3 - magnitude, 0, 12);
+  std::string s = absl::StrFormat("%.*f", decimals, scaled);
+  if (s.find('.') != std::string::npos) {
+    s.erase(s.find_last_not_of('0') + 1);
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s + unit;
+}
+
+// Tick `i` of an axis with round step `step`.
 std::string Tick(double step, int i) {
-  const double v = step * i;
   if (i == 0) return "0";
-  if (step >= 1e6) return absl::StrFormat("%gM", v / 1e6);
-  if (step >= 1e3) return absl::StrFormat("%gk", v / 1e3);
-  return Num(v);
+  return TickLabel(step * i);
 }
 
 // A round tick step (1, 2 or 5 x 10^k) giving about `target` intervals up

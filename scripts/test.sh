@@ -12,6 +12,8 @@ JOBS=${JOBS:-$(nproc)}
 bash scripts/install_deps.sh
 bash scripts/check_format.sh
 bash scripts/check_layers.sh
+# Files <= 500 lines, functions <= 80 (the full .clang-tidy: scripts/check_tidy.sh).
+python3 scripts/check_sizes.py
 
 # The learner's NCCL backend compiles and links wherever the CUDA toolkit with
 # NCCL is (no GPU needed; its test runs on a GPU, else checks the error).

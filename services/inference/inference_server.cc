@@ -72,25 +72,13 @@ InferenceServer::InferenceServer(const InferenceServerOptions& options,
 InferenceServer::~InferenceServer() = default;
 
 void InferenceServer::Start(std::function<void()> on_stop) {
-  supervisor_ = std::make_unique<Supervisor>(std::move(on_stop));
+  Supervisor& supervisor = threads_.Start(std::move(on_stop));
   const int actors = options_.full_batch ? 1 : options_.actors;
   for (int a = 0; a < actors; ++a) {
-    supervisor_->Spawn(absl::StrCat("inference-actor-", a), [this] {
+    supervisor.Spawn(absl::StrCat("inference-actor-", a), [this] {
       return TorchBoundary("inference actor", [this] { return ActorLoop(); });
     });
   }
-}
-
-void InferenceServer::Stop() {
-  if (supervisor_) supervisor_->RequestStop();
-}
-
-bool InferenceServer::stopping() const {
-  return supervisor_ && supervisor_->stopping();
-}
-
-absl::Status InferenceServer::Wait() {
-  return supervisor_ ? supervisor_->Wait() : absl::OkStatus();
 }
 
 absl::Status InferenceServer::Infer(
@@ -155,7 +143,7 @@ absl::Status InferenceServer::ActorLoop() {
   std::vector<ActionReply> replies;
   BoundedQueue<ObservationRequest>& requests = source_->requests();
   auto fail = [this](absl::Status s) {
-    return supervisor_->stopping() ? absl::OkStatus() : s;
+    return threads_.stopping() ? absl::OkStatus() : s;
   };
   if (!options_.full_batch) {
     DynamicBatcher<ObservationRequest> batcher(&requests, options_.batcher);

@@ -32,8 +32,8 @@
 #include "runtime/dynamic_batcher.h"
 #include "runtime/metrics.h"
 #include "runtime/observation_channel.h"
+#include "runtime/role_threads.h"
 #include "runtime/stage_timeline.h"
-#include "runtime/supervisor.h"
 #include "runtime/weight_channel.h"
 
 namespace rlvla3 {
@@ -68,10 +68,10 @@ class InferenceServer {
   // Starts the actors. `on_stop` runs once when the server stops (an actor's
   // error or Stop) and must close the request source, so blocked actors end.
   void Start(std::function<void()> on_stop);
-  void Stop();
-  bool stopping() const;
+  void Stop() { threads_.Stop(); }
+  bool stopping() const { return threads_.stopping(); }
   // Waits for the actors; the first error, or OK.
-  absl::Status Wait();
+  absl::Status Wait() { return threads_.Wait(); }
   // Observations per batch since the start.
   HistogramSnapshot batch_sizes() const;
 
@@ -90,7 +90,7 @@ class InferenceServer {
   Histogram* request_dwell_ms_;
   Histogram* inference_ms_;
   StageTimer* stage_;
-  std::unique_ptr<Supervisor> supervisor_;
+  RoleThreads threads_;  // last: stops and joins the actors first
 };
 
 }  // namespace rlvla3

@@ -21,7 +21,7 @@ constexpr int kSteps = 12;
 
 EnvPoolOptions Options(int threads) {
   EnvPoolOptions o;
-  o.tasks = {"put_red_cube_on_plate", "open_the_drawer"};
+  o.tasks = {*FindTask("put_red_cube_on_plate"), *FindTask("open_the_drawer")};
   o.num_envs = kEnvs;
   o.num_threads = threads;
   o.seed = 11;
@@ -183,7 +183,7 @@ TEST(EnvPool, FaultsEndTheEpisodeResetTheEnvAndAreCounted) {
 TEST(EnvPool, AutoResetAfterTheLastStepOfAnEpisode) {
   EnvPoolOptions o = Options(1);
   o.num_envs = 1;
-  o.tasks = {"lift_the_red_cube"};
+  o.tasks = {*FindTask("lift_the_red_cube")};
   o.env.render = false;
   auto pool = EnvPool::Create(o);
   ASSERT_TRUE(pool.ok());
@@ -346,12 +346,12 @@ TEST(RenderBackend, MesaRendersHereAndAGpuBackendSaysWhenThereIsNone) {
       << none.status();
 }
 
-TEST(EnvPool, UnknownTaskIsAnError) {
+TEST(EnvPool, NoTasksIsAnError) {
   EnvPoolOptions o = Options(1);
-  o.tasks = {"juggle"};
+  o.tasks.clear();
   auto pool = EnvPool::Create(o);
   ASSERT_FALSE(pool.ok());
-  EXPECT_EQ(pool.status().message(), "unknown task 'juggle'");
+  EXPECT_EQ(pool.status().message(), "env pool: no tasks");
 }
 
 }  // namespace

@@ -229,21 +229,70 @@ TEST(Config, PrintedConfigLoadsBackToTheSameValues) {
   EXPECT_EQ(b->run.seed, 42);
 }
 
+// Fields of every section of `c` equal a default-constructed Config's, read
+// directly rather than through the schema (so a key the schema stopped
+// binding is still compared).
+void ExpectDefaultFields(const Config& c) {
+  const Config d;
+  EXPECT_EQ(c.run.name, d.run.name);
+  EXPECT_EQ(c.run.seed, d.run.seed);
+  EXPECT_EQ(c.run.mode, d.run.mode);
+  EXPECT_EQ(c.cluster.rollout_workers, d.cluster.rollout_workers);
+  EXPECT_EQ(c.cluster.base_port, d.cluster.base_port);
+  EXPECT_EQ(c.cluster.learner_ranks, d.cluster.learner_ranks);
+  EXPECT_EQ(c.env.num_envs, d.env.num_envs);
+  EXPECT_EQ(c.env.image_width, d.env.image_width);
+  EXPECT_EQ(c.env.tasks, d.env.tasks);
+  EXPECT_EQ(c.threads.torch_intra_op, d.threads.torch_intra_op);
+  EXPECT_EQ(c.threads.env_workers, d.threads.env_workers);
+  EXPECT_EQ(c.queues.request.capacity, d.queues.request.capacity);
+  EXPECT_EQ(c.queues.request.overflow, d.queues.request.overflow);
+  EXPECT_EQ(c.queues.trajectory.capacity, d.queues.trajectory.capacity);
+  EXPECT_EQ(c.batcher.max_batch, d.batcher.max_batch);
+  EXPECT_DOUBLE_EQ(c.batcher.max_wait_ms, d.batcher.max_wait_ms);
+  EXPECT_DOUBLE_EQ(c.metrics.interval_s, d.metrics.interval_s);
+  EXPECT_EQ(c.metrics.jsonl, d.metrics.jsonl);
+  EXPECT_EQ(c.metrics.csv, d.metrics.csv);
+  EXPECT_EQ(c.selfcheck.num_envs, d.selfcheck.num_envs);
+  EXPECT_EQ(c.selfcheck.steps_per_env, d.selfcheck.steps_per_env);
+  EXPECT_EQ(c.policy.kind, d.policy.kind);
+  EXPECT_EQ(c.policy.d_model, d.policy.d_model);
+  EXPECT_EQ(c.policy.chunk, d.policy.chunk);
+  EXPECT_EQ(c.inference.device, d.inference.device);
+  EXPECT_EQ(c.learner.device, d.learner.device);
+  EXPECT_EQ(c.learner.precision, d.learner.precision);
+  EXPECT_EQ(c.sft.demos_per_task, d.sft.demos_per_task);
+  EXPECT_DOUBLE_EQ(c.sft.lr, d.sft.lr);
+  EXPECT_EQ(c.rl.algorithm, d.rl.algorithm);
+  EXPECT_EQ(c.rl.rollout_len, d.rl.rollout_len);
+  EXPECT_DOUBLE_EQ(c.rl.lr, d.rl.lr);
+  EXPECT_DOUBLE_EQ(c.rl.gamma, d.rl.gamma);
+  EXPECT_EQ(c.rl.checkpoint_every, d.rl.checkpoint_every);
+}
+
 TEST(Config, EmptyFileMeansDefaults) {
   const testutil::TestDir dir;
   const std::string path = WriteTemp(dir, "empty.yaml", "");
   absl::StatusOr<Config> c = LoadConfig(path, {});
   ASSERT_TRUE(c.ok()) << c.status();
   // Every key, compared through the schema: a default the loader changed
-  // (or a key it failed to bind) shows as a differing line.
-  EXPECT_EQ(ConfigToYaml(*c), ConfigToYaml(Config{}));
-  EXPECT_EQ(c->batcher.max_batch, Config{}.batcher.max_batch);
+  // (or a key it failed to bind) shows as a differing line. The printed
+  // defaults name every section, so this compares more than two empty texts.
+  const std::string defaults = ConfigToYaml(Config{});
+  for (const char* section : {"run:", "cluster:", "env:", "threads:", "queues:",
+                              "batcher:", "metrics:", "policy:", "inference:",
+                              "learner:", "sft:", "rl:", "selfcheck:"}) {
+    EXPECT_NE(defaults.find(section), std::string::npos) << section;
+  }
+  EXPECT_EQ(ConfigToYaml(*c), defaults);
+  ExpectDefaultFields(*c);
   EXPECT_EQ(c->rl.algorithm, "ppo");
   // A comment-only file is empty too.
   const std::string comments = WriteTemp(dir, "comments.yaml", "# nothing\n");
   absl::StatusOr<Config> d = LoadConfig(comments, {});
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(ConfigToYaml(*d), ConfigToYaml(Config{}));
+  EXPECT_EQ(ConfigToYaml(*d), defaults);
+  ExpectDefaultFields(*d);
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <string>
+#include <vector>
+
 namespace rlvla3 {
 namespace {
 
@@ -46,6 +50,58 @@ TEST(ReportHtml, ThousandsReadAsPeopleWriteThemAndTheLastTickFits) {
   const size_t x_at = html.rfind("x=\"", last);
   const double x = std::stod(html.substr(x_at + 3));
   EXPECT_LE(x + 12, 640.0);  // "15k" is about 20 px wide at 11 px
+}
+
+// The tick labels of one rendered line chart, in order: the x axis's
+// (centred under the plot, with their x) and the y axis's (right-aligned,
+// bottom to top).
+struct TickLabels {
+  std::vector<std::string> x, y;
+  std::vector<double> x_at;
+};
+TickLabels TicksOf(const LineChart& chart) {
+  Report r{"t", {}};
+  ReportSection s;
+  s.lines.push_back(chart);
+  r.sections.push_back(s);
+  const std::string html = RenderReportHtml(r);
+  const std::regex text(
+      R"re(<text x="([0-9.]+)" y="[0-9.]+" text-anchor="(middle|end)">)re"
+      R"re(([^<]*)</text>)re");
+  TickLabels t;
+  for (std::sregex_iterator it(html.begin(), html.end(), text), end; it != end;
+       ++it) {
+    const std::string label = (*it)[3];
+    if ((*it)[2] == "end") {
+      t.y.push_back(label);
+    } else if (label != chart.x_label) {
+      t.x.push_back(label);
+      t.x_at.push_back(std::stod((*it)[1]));
+    }
+  }
+  return t;
+}
+
+TEST(ReportHtml, TickLabelsReadAsPeopleWriteThem) {
+  using Labels = std::vector<std::string>;
+  // x: 1.4M -> step 500k; y: 1.8 -> step 0.5.
+  const TickLabels a =
+      TicksOf(LineChart{"success vs trained samples",
+                        "trained samples",
+                        "success",
+                        {{"async", {0, 700000, 1400000}, {0, 1.2, 1.8}}}});
+  EXPECT_EQ(a.x, (Labels{"0", "500k", "1M", "1.5M"}));
+  EXPECT_EQ(a.y, (Labels{"0", "0.5", "1", "1.5", "2"}));
+  // x: 0.25 -> step 0.05 (0.15 is 0.15000000000000002 in binary); y: 14.6k
+  // -> step 5k.
+  const TickLabels b = TicksOf(LineChart{
+      "loss", "epoch", "loss", {{"a", {0, 0.1, 0.25}, {0, 150, 14600}}}});
+  EXPECT_EQ(b.x, (Labels{"0", "0.05", "0.1", "0.15", "0.2", "0.25"}));
+  EXPECT_EQ(b.y, (Labels{"0", "5k", "10k", "15k"}));
+  // The last x tick ("1.5M", about 26 px wide at 11 px) is centred on its
+  // tick with room for its right half before the chart's edge.
+  ASSERT_FALSE(a.x_at.empty());
+  EXPECT_LE(a.x_at.back() + 14, 640.0);
 }
 
 TEST(ReportHtml, TheLegendHasItsOwnRowUnderTheTitle) {

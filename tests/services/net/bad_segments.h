@@ -22,6 +22,7 @@
 #include <limits>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rlvla3/v1/rollout.pb.h"
@@ -47,10 +48,12 @@ void SetElement(v1::Tensor* t, int i, T v) {
   std::memcpy(t->mutable_data()->data() + i * sizeof(T), &v, sizeof(T));
 }
 
-inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
+// The cases, grouped by the part of the message they break; BadSegments
+// lists them in this order.
+
+// The header's ids out of range.
+inline std::vector<BadSegment> BadIds(const SegmentRanges& r) {
   using M = v1::TrajectorySegment;
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  const float inf = std::numeric_limits<float>::infinity();
   return {
       {"TaskIdIsTheNumberOfTasks", "segment.task_id",
        [=](M* m) { m->set_task_id(static_cast<uint32_t>(r.num_tasks)); }},
@@ -60,6 +63,14 @@ inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
        [](M* m) { m->set_env_id(1u << 31); }},
       {"EnvIdIsTheNumberOfEnvs", "segment.env_id",
        [=](M* m) { m->set_env_id(static_cast<uint32_t>(r.num_envs)); }},
+  };
+}
+
+// Per-decision integer rows (executed steps, done flags, policy versions)
+// holding values they cannot hold.
+inline std::vector<BadSegment> BadPerDecisionCodes(const SegmentRanges& r) {
+  using M = v1::TrajectorySegment;
+  return {
       {"ExecutedIsNine", "segment.executed",
        [](M* m) { SetElement<uint8_t>(m->mutable_executed(), 0, 9); }},
       {"ExecutedAboveExecuteSteps", "segment.executed",
@@ -77,6 +88,14 @@ inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
        }},
       {"VersionIsNegative", "segment.policy_versions",
        [](M* m) { SetElement<int64_t>(m->mutable_policy_versions(), 0, -1); }},
+  };
+}
+
+// The decision count, the index and the episode summary fields.
+inline std::vector<BadSegment> BadCountsAndEpisode(const SegmentRanges& r) {
+  using M = v1::TrajectorySegment;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  return {
       {"NoDecisions", "segment.decisions", [](M* m) { m->set_decisions(0); }},
       {"DecisionsOverCapacity", "segment.decisions",
        [=](M* m) { m->set_decisions(static_cast<uint32_t>(r.capacity + 1)); }},
@@ -89,6 +108,13 @@ inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
        [](M* m) { m->set_success(true); }},
       {"EpisodeEndWithoutDone", "segment.ends_episode",
        [](M* m) { m->set_ends_episode(true); }},
+  };
+}
+
+// The bootstrap flag disagreeing with the rows or the done flags.
+inline std::vector<BadSegment> BadBootstrap() {
+  using M = v1::TrajectorySegment;
+  return {
       {"MidEpisodeWithoutBootstrap", "segment.has_bootstrap",
        [](M* m) {
          // The flag and the rows agree; the value estimate has no input.
@@ -109,6 +135,15 @@ inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
          SetElement<uint8_t>(m->mutable_dones(),
                              static_cast<int>(m->decisions()) - 1, 1);
        }},
+  };
+}
+
+// Float rows holding NaN or infinity.
+inline std::vector<BadSegment> BadFloats() {
+  using M = v1::TrajectorySegment;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  return {
       {"RewardIsNaN", "segment.rewards",
        [=](M* m) { SetElement<float>(m->mutable_rewards(), 0, nan); }},
       {"ValueIsInf", "segment.values",
@@ -119,6 +154,13 @@ inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
        }},
       {"ProprioIsNaN", "segment.proprio",
        [=](M* m) { SetElement<float>(m->mutable_proprio(), 0, nan); }},
+  };
+}
+
+// Tensors of the wrong dtype, shape, count, order or size, and no message.
+inline std::vector<BadSegment> BadTensorLayouts() {
+  using M = v1::TrajectorySegment;
+  return {
       {"LogProbsAsFloat64", "segment.behaviour_log_probs",
        [](M* m) {
          m->mutable_behaviour_log_probs()->set_dtype(v1::DTYPE_FLOAT64);
@@ -138,6 +180,16 @@ inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
        }},
       {"EmptyMessage", "segment.decisions", [](M* m) { m->Clear(); }},
   };
+}
+
+inline std::vector<BadSegment> BadSegments(const SegmentRanges& r) {
+  std::vector<BadSegment> all;
+  for (std::vector<BadSegment> part :
+       {BadIds(r), BadPerDecisionCodes(r), BadCountsAndEpisode(r),
+        BadBootstrap(), BadFloats(), BadTensorLayouts()}) {
+    for (BadSegment& b : part) all.push_back(std::move(b));
+  }
+  return all;
 }
 
 }  // namespace rlvla3::testutil

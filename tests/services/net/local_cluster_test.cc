@@ -39,6 +39,100 @@ uint64_t LearnerSteps(const std::string& target) {
   return LearnerStatus(target).optimizer_steps();
 }
 
+// Polls the learner at `target` every 300 ms until it has made `steps`
+// optimizer steps or `seconds` have passed.
+void WaitForSteps(const std::string& target, uint64_t steps, int seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (LearnerSteps(target) < steps &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+}
+
+// `verb` (e.g. {"up", "--local"}) followed by the run's config flags.
+std::vector<std::string> Command(std::vector<std::string> verb,
+                                 const std::vector<std::string>& config) {
+  verb.insert(verb.end(), config.begin(), config.end());
+  return verb;
+}
+
+// The configuration of the two-rank run; its learner ranks start at `base`.
+std::vector<std::string> DataParallelConfig(const testutil::TestDir& dir,
+                                            int base) {
+  return {"--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+          "--set",    "env.num_envs=2",
+          "--set",    "rl.rollouts_per_step=1",
+          "--set",    "rl.checkpoint_every=2",
+          "--set",    "cluster.rollout_workers=2",
+          "--set",    "cluster.learner_ranks=2",
+          "--set",    "cluster.collective_timeout_s=20",
+          "--set",    "cluster.base_port=" + std::to_string(base),
+          "--set",    "run.out_dir=" + dir.path(),
+          "--set",    "run.name=dp"};
+}
+
+// Both ranks train their share and step together (one collective each), and
+// the checkpoint at version 2, `ck`, holds the weights (rank 0) and both
+// optimizer shards.
+void ExpectRanksTrainTogether(const std::string& rank0,
+                              const std::string& rank1, const std::string& ck,
+                              const RoleProcess& up) {
+  WaitForSteps(rank0, 4, 120);
+  const v1::RoleStatus s0 = LearnerStatus(rank0), s1 = LearnerStatus(rank1);
+  ASSERT_GE(s0.optimizer_steps(), 4u) << up.Stdout();
+  EXPECT_GT(s1.trained_samples(), 0u);
+  EXPECT_LE(s0.optimizer_steps() > s1.optimizer_steps()
+                ? s0.optimizer_steps() - s1.optimizer_steps()
+                : s1.optimizer_steps() - s0.optimizer_steps(),
+            1u);
+  EXPECT_TRUE(std::ifstream(ck + "/model.safetensors").good()) << ck;
+  EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-0-of-2.pt").good());
+  EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-1-of-2.pt").good());
+}
+
+// kill -9 of learner rank 1: the group cannot go on; `up` stops the run with
+// a clear message (exit 1) instead of hanging.
+void KillRank1AndExpectTheRunToStop(RoleProcess& up) {
+  std::smatch m;
+  const std::string out = up.Stdout();
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex("learner rank 1 serving on [^ ]+ \\(pid ([0-9]+)")))
+      << out;
+  ASSERT_EQ(kill(std::stoi(m[1]), SIGKILL), 0);
+  EXPECT_EQ(up.Wait(), 1) << up.Log();
+  EXPECT_NE(up.Log().find("learner rank 1 is gone"), std::string::npos)
+      << up.Log();
+}
+
+// `up_args` resuming the run from checkpoint `ck` on one learner rank, as the
+// run "resumed", for 60 s.
+std::vector<std::string> ResumeArgs(std::vector<std::string> up_args,
+                                    const std::string& ck) {
+  for (auto& a : up_args) {
+    if (a == "cluster.learner_ranks=2") a = "cluster.learner_ranks=1";
+    if (a == "run.name=dp") a = "run.name=resumed";
+  }
+  up_args.insert(up_args.end(),
+                 {"--set", "rl.init_checkpoint=" + ck, "--duration", "60"});
+  return up_args;
+}
+
+// The resumed learner at `rank0` restored the optimizer shards and goes on
+// from version 2.
+void ExpectResumedFromVersion2(const std::string& rank0,
+                               const testutil::TestDir& dir) {
+  const v1::RoleStatus first = LearnerStatus(rank0);
+  EXPECT_GE(first.policy_version(), 2u);
+  WaitForSteps(rank0, 1, 90);
+  EXPECT_GE(LearnerStatus(rank0).policy_version(), 3u);
+  std::ifstream log(dir.path() + "/resumed/logs/learner.log");
+  const std::string text((std::istreambuf_iterator<char>(log)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("training state restored from"), std::string::npos)
+      << text;
+}
+
 TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
   const testutil::TestDir dir;
   const int base = 53000 + static_cast<int>(getpid() % 500) * 8;
@@ -100,19 +194,8 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
 TEST(UpLocal, TwoLearnerRanksTrainAKilledRankStopsTheRunWhichResumes) {
   const testutil::TestDir dir;
   const int base = 56000 + static_cast<int>(getpid() % 500) * 8;
-  const std::vector<std::string> config = {
-      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
-      "--set",    "env.num_envs=2",
-      "--set",    "rl.rollouts_per_step=1",
-      "--set",    "rl.checkpoint_every=2",
-      "--set",    "cluster.rollout_workers=2",
-      "--set",    "cluster.learner_ranks=2",
-      "--set",    "cluster.collective_timeout_s=20",
-      "--set",    "cluster.base_port=" + std::to_string(base),
-      "--set",    "run.out_dir=" + dir.path(),
-      "--set",    "run.name=dp"};
-  std::vector<std::string> up_args = {"up", "--local"};
-  up_args.insert(up_args.end(), config.begin(), config.end());
+  const std::vector<std::string> config = DataParallelConfig(dir, base);
+  const std::vector<std::string> up_args = Command({"up", "--local"}, config);
   RoleProcess up(RLVLA3_BINARY, up_args, {}, dir.File("up"));
   ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
   EXPECT_NE(up.Stdout().find("learner rank 1 serving"), std::string::npos)
@@ -120,64 +203,18 @@ TEST(UpLocal, TwoLearnerRanksTrainAKilledRankStopsTheRunWhichResumes) {
   // Rank 1 sits after the 1 inference server and 2 rollout workers.
   const std::string rank0 = "127.0.0.1:" + std::to_string(base);
   const std::string rank1 = "127.0.0.1:" + std::to_string(base + 4);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (LearnerSteps(rank0) < 4 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  const v1::RoleStatus s0 = LearnerStatus(rank0), s1 = LearnerStatus(rank1);
-  ASSERT_GE(s0.optimizer_steps(), 4u) << up.Stdout();
-  // Both ranks train their share and step together (one collective each).
-  EXPECT_GT(s1.trained_samples(), 0u);
-  EXPECT_LE(s0.optimizer_steps() > s1.optimizer_steps()
-                ? s0.optimizer_steps() - s1.optimizer_steps()
-                : s1.optimizer_steps() - s0.optimizer_steps(),
-            1u);
-  // The checkpoint at version 2: weights (rank 0) and both optimizer shards.
   const std::string ck = dir.path() + "/dp/checkpoints/version_2";
-  EXPECT_TRUE(std::ifstream(ck + "/model.safetensors").good()) << ck;
-  EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-0-of-2.pt").good());
-  EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-1-of-2.pt").good());
-
-  // kill -9 of rank 1: the group cannot go on; `up` stops the run with a
-  // clear message (exit 1) instead of hanging.
-  std::smatch m;
-  const std::string out = up.Stdout();
-  ASSERT_TRUE(std::regex_search(
-      out, m, std::regex("learner rank 1 serving on [^ ]+ \\(pid ([0-9]+)")))
-      << out;
-  ASSERT_EQ(kill(std::stoi(m[1]), SIGKILL), 0);
-  EXPECT_EQ(up.Wait(), 1) << up.Log();
-  EXPECT_NE(up.Log().find("learner rank 1 is gone"), std::string::npos)
-      << up.Log();
+  ASSERT_NO_FATAL_FAILURE(ExpectRanksTrainTogether(rank0, rank1, ck, up));
+  ASSERT_NO_FATAL_FAILURE(KillRank1AndExpectTheRunToStop(up));
 
   // Resumable from the last checkpoint, here on one rank: the optimizer
   // shards of two ranks are restored and versions go on from 2.
-  std::vector<std::string> resume_args = up_args;
-  for (auto& a : resume_args) {
-    if (a == "cluster.learner_ranks=2") a = "cluster.learner_ranks=1";
-    if (a == "run.name=dp") a = "run.name=resumed";
-  }
-  resume_args.insert(resume_args.end(),
-                     {"--set", "rl.init_checkpoint=" + ck, "--duration", "60"});
-  RoleProcess again(RLVLA3_BINARY, resume_args, {}, dir.File("again"));
+  RoleProcess again(RLVLA3_BINARY, ResumeArgs(up_args, ck), {},
+                    dir.File("again"));
   ASSERT_TRUE(again.WaitFor("roles running", 180))
       << again.Stdout() << again.Log();
-  const v1::RoleStatus first = LearnerStatus(rank0);
-  EXPECT_GE(first.policy_version(), 2u);
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (LearnerSteps(rank0) < 1 && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  EXPECT_GE(LearnerStatus(rank0).policy_version(), 3u);
-  std::ifstream log(dir.path() + "/resumed/logs/learner.log");
-  const std::string text((std::istreambuf_iterator<char>(log)),
-                         std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("training state restored from"), std::string::npos)
-      << text;
-  std::vector<std::string> down_args = {"down", "--local"};
-  down_args.insert(down_args.end(), config.begin(), config.end());
+  ExpectResumedFromVersion2(rank0, dir);
+  std::vector<std::string> down_args = Command({"down", "--local"}, config);
   for (auto& a : down_args) {
     if (a == "run.name=dp") a = "run.name=resumed";
   }

@@ -54,43 +54,26 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
-int Run(int argc, char** argv) {
+struct Args {
   int steps = 3, stall_at = -1, epochs = 1;
   std::string out, save, resume;
+};
+
+Args ParseArgs(int argc, char** argv) {
+  Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--save")) save = argv[i + 1];
-    if (!std::strcmp(argv[i], "--epochs")) epochs = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--resume")) resume = argv[i + 1];
-    if (!std::strcmp(argv[i], "--steps")) steps = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--out")) out = argv[i + 1];
+    if (!std::strcmp(argv[i], "--save")) a.save = argv[i + 1];
+    if (!std::strcmp(argv[i], "--epochs")) a.epochs = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--resume")) a.resume = argv[i + 1];
+    if (!std::strcmp(argv[i], "--steps")) a.steps = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--out")) a.out = argv[i + 1];
     if (!std::strcmp(argv[i], "--stall-at-step"))
-      stall_at = std::atoi(argv[i + 1]);
+      a.stall_at = std::atoi(argv[i + 1]);
   }
-  torch::set_num_threads(1);
-  absl::StatusOr<ProcessGroupOptions> o =
-      ProcessGroupOptionsFromEnvironment("gloo", absl::Seconds(10));
-  if (!o.ok()) {
-    std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
-    return 2;
-  }
-  absl::StatusOr<std::unique_ptr<GradientReducer>> reducer =
-      ConnectProcessGroup(*o);
-  if (!reducer.ok()) {
-    std::fprintf(stderr, "%s\n", reducer.status().ToString().c_str());
-    return 1;
-  }
-  const int rank = o->rank, world = o->world_size;
-  // Rank-dependent start: SyncParameters must make them equal.
-  torch::manual_seed(static_cast<uint64_t>(rank));
-  auto net = TinyVLA(testutil::SmallNet());
-  uint64_t version = 0;
-  if (!resume.empty()) {
-    absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(resume);
-    if (!ck.ok()) return Fail(ck.status());
-    net = ck->net;
-    version = ck->version;
-  }
-  auto policy = std::make_shared<TinyVLAPolicy>(net, version);
+  return a;
+}
+
+LearnerOptions MakeLearnerOptions(int world, int epochs) {
   LearnerOptions lo;
   lo.micro_batch = 4;
   lo.global_units = kSegments * kDecisions / world;  // this rank's share
@@ -101,19 +84,17 @@ int Run(int argc, char** argv) {
   // advantages normalised by the whole global batch's moments.
   lo.ppo_epochs = epochs;
   lo.normalize_advantages = epochs > 1;
-  LearnerCore core(policy, torch::ones({1, 4}, torch::kLong),
-                   torch::full({1}, 4, torch::kLong), lo, version,
-                   reducer->get());
-  if (absl::Status s = core.SyncParameters(); !s.ok()) return Fail(s);
-  if (!resume.empty()) {
-    if (absl::Status s = core.LoadTrainingState(resume); !s.ok())
-      return Fail(s);
-  }
+  return lo;
+}
+
+// Runs args.steps steps on this rank's share of the fixed global batch;
+// returns the process's exit code so far (0 to go on).
+int TrainSteps(LearnerCore& core, const Args& args, int rank, int world) {
   std::vector<std::unique_ptr<RolloutSegment>> segs;
   for (int i = rank; i < kSegments; i += world)
     segs.push_back(std::make_unique<RolloutSegment>(testutil::SmallShape()));
-  for (int step = 0; step < steps; ++step) {
-    if (step == stall_at && rank == 1) {
+  for (int step = 0; step < args.steps; ++step) {
+    if (step == args.stall_at && rank == 1) {
       std::printf("stalled\n");
       std::fflush(stdout);
       pause();
@@ -142,14 +123,11 @@ int Run(int argc, char** argv) {
     std::fflush(stdout);
     core.TakeConsumed();
   }
-  if (!save.empty()) {
-    if (rank == 0) {
-      absl::Status s =
-          policy->Save(save, TextTokenizer::Build({"a b c"}), core.version());
-      if (!s.ok()) return Fail(s);
-    }
-    if (absl::Status s = core.SaveTrainingState(save); !s.ok()) return Fail(s);
-  }
+  return 0;
+}
+
+// Writes the parameters, flattened float32, to OUT.rankR.
+int WriteParameters(const TinyVLA& net, const std::string& out, int rank) {
   std::ofstream f(out + ".rank" + std::to_string(rank), std::ios::binary);
   for (const at::Tensor& p : net->parameters()) {
     const at::Tensor c = p.detach().to(torch::kFloat).contiguous();
@@ -162,6 +140,55 @@ int Run(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+int Run(int argc, char** argv) {
+  const Args args = ParseArgs(argc, argv);
+  torch::set_num_threads(1);
+  absl::StatusOr<ProcessGroupOptions> o =
+      ProcessGroupOptionsFromEnvironment("gloo", absl::Seconds(10));
+  if (!o.ok()) {
+    std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<GradientReducer>> reducer =
+      ConnectProcessGroup(*o);
+  if (!reducer.ok()) {
+    std::fprintf(stderr, "%s\n", reducer.status().ToString().c_str());
+    return 1;
+  }
+  const int rank = o->rank, world = o->world_size;
+  // Rank-dependent start: SyncParameters must make them equal.
+  torch::manual_seed(static_cast<uint64_t>(rank));
+  auto net = TinyVLA(testutil::SmallNet());
+  uint64_t version = 0;
+  if (!args.resume.empty()) {
+    absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(args.resume);
+    if (!ck.ok()) return Fail(ck.status());
+    net = ck->net;
+    version = ck->version;
+  }
+  auto policy = std::make_shared<TinyVLAPolicy>(net, version);
+  LearnerCore core(policy, torch::ones({1, 4}, torch::kLong),
+                   torch::full({1}, 4, torch::kLong),
+                   MakeLearnerOptions(world, args.epochs), version,
+                   reducer->get());
+  if (absl::Status s = core.SyncParameters(); !s.ok()) return Fail(s);
+  if (!args.resume.empty()) {
+    if (absl::Status s = core.LoadTrainingState(args.resume); !s.ok())
+      return Fail(s);
+  }
+  if (int rc = TrainSteps(core, args, rank, world); rc != 0) return rc;
+  if (!args.save.empty()) {
+    if (rank == 0) {
+      absl::Status s = policy->Save(args.save, TextTokenizer::Build({"a b c"}),
+                                    core.version());
+      if (!s.ok()) return Fail(s);
+    }
+    if (absl::Status s = core.SaveTrainingState(args.save); !s.ok())
+      return Fail(s);
+  }
+  return WriteParameters(net, args.out, rank);
 }
 
 }  // namespace

@@ -8,9 +8,8 @@
 #include "envs/task.h"
 #include "policies/tiny_vla_policy.h"
 #include "policies/torchscript_policy.h"
-#include "services/bench.h"
 #include "services/engine/local_engine.h"
-#include "services/engine_config.h"
+#include "services/options/engine_config.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
@@ -220,30 +219,6 @@ TEST(LocalEngine, TrainsAUsersTorchScriptPolicy) {
   ASSERT_EQ(loaded.size(), after.size());
   for (size_t i = 0; i < loaded.size(); ++i)
     EXPECT_TRUE(torch::equal(loaded[i], after[i].detach())) << i;
-}
-
-// The bench's advice for an env-bound run (issue 28: on the GPU node it
-// advised adding env workers where adding them made the run slower).
-TEST(BenchAdvice, AddEnvWorkersOnlyWhereMoreMeasuredFaster) {
-  StageAlone a;
-  a.env_workers = 4;
-  a.env_frames_per_s = 360;
-  a.env_probe_workers = 8;
-  a.env_probe_frames_per_s = 230;  // the NVIDIA EGL row of the issue
-  std::string advice = EnvBoundAdvice(a);
-  EXPECT_EQ(advice.find("add env workers"), std::string::npos) << advice;
-  EXPECT_NE(advice.find("do not help here (4 env workers: 360 frames/s alone, "
-                        "8: 230)"),
-            std::string::npos)
-      << advice;
-  a.env_probe_frames_per_s = 600;  // Mesa llvmpipe's
-  advice = EnvBoundAdvice(a);
-  EXPECT_NE(advice.find("add env workers (4 env workers: 360"),
-            std::string::npos)
-      << advice;
-  a.env_probe_workers = 0;  // nothing more to try
-  advice = EnvBoundAdvice(a);
-  EXPECT_EQ(advice.find("add env workers"), std::string::npos) << advice;
 }
 
 }  // namespace

@@ -1,0 +1,56 @@
+// File: services/options/role_setup.h
+// -----------------------------------------------------------------------------
+// What a role process of a many-process run (`rl-vla3 serve ROLE`) starts
+// from, made from the config once: the policy, every role's options, the
+// network options and the sizes derived from the run's layout (global envs,
+// the routing block, each learner rank's share of the global batch). One
+// process's run makes its options in engine_config.h from the same config.
+//
+// Example:
+//   absl::StatusOr<RoleSetup> s = RoleSetupFromConfig(config);
+//   absl::StatusOr<LearnerRoleOptions> lo = LearnerProcessOptions(*s, reducer);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_OPTIONS_ROLE_SETUP_H_
+#define RLVLA3_SERVICES_OPTIONS_ROLE_SETUP_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/config.h"
+#include "services/engine/local_engine.h"
+#include "services/learner/gradient_reducer.h"
+#include "services/learner/learner.h"
+#include "services/net/grpc_common.h"
+#include "services/net/wire_format.h"
+
+namespace rlvla3 {
+
+// What every role process starts from: the policy (its kind, chunk and text
+// length shape everything), every role's options, the network options.
+struct RoleSetup {
+  EngineParts parts;
+  LocalEngineOptions options;
+  NetOptions net;
+  WireShape shape;
+  int workers = 1;             // rollout processes
+  int global_envs = 0;         // workers x env.num_envs
+  int route_block = 1;         // envs routed to one learner rank (a GRPO group)
+  std::string checkpoint_dir;  // <run.out_dir>/<run.name>/checkpoints
+};
+
+absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c);
+
+// Segments are routed to learner ranks by global env id (in blocks of
+// route_block envs): every rank must get the same number of envs, or a rank
+// starves while the others wait for it in the gradient all-reduce.
+absl::Status CheckRanksGetEqualShares(const RoleSetup& s, size_t ranks);
+
+// The learner role's options in a process: its share of the global batch,
+// its group, where its checkpoints go.
+absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
+    const RoleSetup& s, GradientReducer* reducer);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_OPTIONS_ROLE_SETUP_H_

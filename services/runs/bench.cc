@@ -1,0 +1,369 @@
+#include "services/runs/bench.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "policies/device.h"
+#include "policies/tiny_vla_policy.h"
+#include "runtime/allocator.h"
+#include "runtime/rollout_segment.h"
+#include "services/learner/learner_core.h"
+#include "services/options/config_bridge.h"
+#include "services/options/engine_config.h"
+#include "services/runs/engine_run.h"
+
+namespace rlvla3 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The env pool alone, stepping every env with a zero action.
+absl::Status BenchEnvs(const EnvPoolOptions& options, double seconds,
+                       StageAlone* out) {
+  absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
+  if (!pool.ok()) return pool.status();
+  EnvPool& p = **pool;
+  std::vector<int> ready;
+  std::vector<float> zeros;
+  const auto t0 = Clock::now();
+  const uint64_t steps0 = p.stats().steps;
+  while (Since(t0) < seconds) {
+    ready.clear();
+    if (absl::Status s = p.Recv(1, absl::Seconds(30), &ready); !s.ok())
+      return s;
+    zeros.assign(ready.size() * kActionDim, 0.0f);
+    if (absl::Status s = p.Send(ready, zeros); !s.ok()) return s;
+  }
+  const double wall = Since(t0);
+  const EnvPoolStats st = p.stats();
+  out->env_frames_per_s = static_cast<double>(st.steps - steps0) / wall;
+  out->env_cpu_s_per_frame = st.step_ms.count > 0 ? st.step_ms.mean() / 1e3 : 0;
+  out->env_physics_ms = st.phases.physics_ms;
+  out->env_render_ms = st.phases.render_ms;
+  out->env_readback_ms = st.phases.readback_ms;
+  out->env_handoff_ms = st.handoff_ms;
+  out->env_workers = p.num_threads();
+  p.Close();
+  return absl::OkStatus();
+}
+
+PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len) {
+  const int64_t h = c.env.image_height, w = c.env.image_width;
+  PolicyInput in;
+  in.agentview = torch::randint(0, 256, {B, h, w, 3}, torch::kByte);
+  in.wrist = torch::randint(0, 256, {B, h, w, 3}, torch::kByte);
+  in.proprio = torch::randn({B, kProprioDim});
+  in.text = torch::randint(2, 8, {B, text_len}, torch::kLong);
+  in.text_len = torch::full({B}, text_len, torch::kLong);
+  return in;
+}
+
+void BenchInference(const Config& c, const EngineParts& parts, double seconds,
+                    StageAlone* out) {
+  const std::shared_ptr<TrainablePolicy> policy = parts.policy->Snapshot(0);
+  const at::Device device(c.inference.device);
+  policy->To(device);
+  const int64_t B = std::min<int64_t>(c.batcher.max_batch, c.env.num_envs);
+  const PolicyInput in = SyntheticInput(c, B, parts.policy->max_text_len());
+  // As an actor: the batch goes to the device, the values come back (the
+  // batch's host sync).
+  const bool bf16 = c.inference.precision == "bf16";
+  auto act = [&] {
+    AutocastGuard autocast(device, bf16);
+    policy->Act(ToDevice(in, device), false).values.to(torch::kCPU);
+  };
+  act();  // warm-up
+  int64_t n = 0;
+  const auto t0 = Clock::now();
+  while (Since(t0) < seconds) {
+    act();
+    n += B;
+  }
+  out->inference_batch = static_cast<int>(B);
+  out->inference_obs_per_s = static_cast<double>(n) / Since(t0);
+}
+
+void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
+                  StageAlone* out) {
+  // Trains the bench's own copy (the engine runs build theirs).
+  const int64_t L = parts.policy->max_text_len();
+  at::Tensor text = torch::randint(2, 8, {1, L}, torch::kLong);
+  at::Tensor lens = torch::full({1}, L, torch::kLong);
+  LearnerOptions lo = LearnerOptionsFromConfig(c.rl);
+  lo.algorithm = "ppo";  // synthetic segments: no GRPO groups
+  lo.global_units = c.env.num_envs * c.rl.rollout_len;
+  lo.max_policy_lag = 1000000;
+  lo.device = at::Device(c.learner.device);
+  lo.publish_device = at::Device(c.inference.device);
+  lo.bf16 = c.learner.precision == "bf16";
+  LearnerCore learner(parts.policy, text, lens, lo, 0);
+  SegmentShape shape;
+  shape.width = static_cast<int>(c.env.image_width);
+  shape.height = static_cast<int>(c.env.image_height);
+  shape.chunk = parts.policy->chunk();
+  shape.capacity = static_cast<int>(c.rl.rollout_len);
+  std::vector<std::unique_ptr<RolloutSegment>> segs;
+  std::mt19937 rng(static_cast<uint32_t>(c.run.seed));
+  for (int64_t i = 0; i < c.env.num_envs; ++i) {
+    auto s = std::make_unique<RolloutSegment>(shape);
+    for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
+    for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
+    for (auto& b : s->tokens) b = static_cast<uint8_t>(rng());
+    segs.push_back(std::move(s));
+  }
+  int64_t trained = 0;
+  const auto t0 = Clock::now();
+  while (Since(t0) < seconds) {
+    std::vector<RolloutSegment*> batch;
+    for (auto& s : segs) {
+      s->Clear();
+      s->n = shape.capacity;
+      s->has_bootstrap = true;
+      std::fill(s->executed.begin(), s->executed.end(), 1);
+      std::fill(s->log_probs.begin(), s->log_probs.end(), -5.0f);
+      for (int t = 0; t < s->n; ++t)
+        s->rewards[t] = static_cast<float>(rng() % 2);
+      batch.push_back(s.get());
+    }
+    learner.Add(batch);
+    while (learner.CanTrain()) learner.TrainMicroBatch();
+    if (learner.ReadyToStep()) trained += learner.Step().samples;
+    learner.MakeSnapshot();  // the publish cost is the learner's too
+    learner.TakeConsumed();
+  }
+  out->learner_samples_per_s = static_cast<double>(trained) / Since(t0);
+}
+
+struct StageLimit {
+  const char* name;
+  double frames_per_s;
+};
+
+// The slowest stage alone, in env frames/s (a decision drives
+// `execute_steps` frames); the env on a tie.
+StageLimit SlowestStage(const StageAlone& a, double execute_steps) {
+  const StageLimit limits[] = {
+      {"env", a.env_frames_per_s},
+      {"inference", a.inference_obs_per_s * execute_steps},
+      {"learner", a.learner_samples_per_s * execute_steps},
+  };
+  StageLimit slowest = limits[0];
+  for (const StageLimit& l : limits) {
+    if (l.frames_per_s < slowest.frames_per_s) slowest = l;
+  }
+  return slowest;
+}
+
+// The env stage alone at twice the workers (at most one per env and core),
+// when the env stage is the slowest: the advice then says what it measured.
+absl::Status ProbeMoreEnvWorkers(EnvPoolOptions pool, int cores, double seconds,
+                                 StageAlone* a) {
+  const int more = std::min({2 * a->env_workers, pool.num_envs, cores});
+  if (more <= a->env_workers) return absl::OkStatus();
+  pool.num_threads = more;
+  StageAlone probe;
+  if (absl::Status s = BenchEnvs(pool, seconds, &probe); !s.ok()) return s;
+  a->env_probe_workers = more;
+  a->env_probe_frames_per_s = probe.env_frames_per_s;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+namespace {
+
+// The machine, the devices and the policy's size, for the header.
+void DescribeSetup(const Config& c, const EngineParts& parts, BenchResult* r) {
+  r->cores =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r->allocator = AllocatorInUse();
+  r->gpus = DescribeGpus();
+  r->inference_device = c.inference.device;
+  r->learner_device = c.learner.device;
+  r->inference_precision = c.inference.precision;
+  r->learner_precision = c.learner.precision;
+  r->execute_steps = static_cast<int>(c.rl.execute_steps);
+  const TrainablePolicy::ParameterGroups g = parts.policy->Parameters();
+  for (const auto* group : {&g.weights, &g.value, &g.action_scale}) {
+    for (const at::Tensor& t : *group)
+      r->policy_millions += static_cast<double>(t.numel()) / 1e6;
+  }
+}
+
+// Each stage alone (the env stage again at more workers when it is the
+// slowest), and each stage's CPU per frame.
+absl::Status BenchStagesAlone(const Config& c, const EngineParts& parts,
+                              const EnvPoolOptions& pool, double duration_s,
+                              BenchResult* r) {
+  const double stage_s = std::max(3.0, duration_s / 4);
+  spdlog::info("bench: each stage alone for {:.0f} s", stage_s);
+  if (absl::Status s = BenchEnvs(pool, stage_s, &r->alone); !s.ok()) return s;
+  BenchInference(c, parts, stage_s, &r->alone);
+  BenchLearner(c, parts, stage_s, &r->alone);
+  const double E = r->execute_steps;
+  if (std::string(SlowestStage(r->alone, E).name) == "env") {
+    if (absl::Status s =
+            ProbeMoreEnvWorkers(pool, r->cores, stage_s, &r->alone);
+        !s.ok()) {
+      return s;
+    }
+  }
+  const double threads = static_cast<double>(c.threads.torch_intra_op);
+  r->alone.inference_cpu_s_per_frame =
+      threads / (r->alone.inference_obs_per_s * E);
+  r->alone.learner_cpu_s_per_frame =
+      threads / (r->alone.learner_samples_per_s * E);
+  return absl::OkStatus();
+}
+
+// Sync then async in this process; then, with --placement processes, both
+// as processes.
+absl::Status BenchModes(const Config& c, const std::string& run_dir,
+                        double duration_s, const BenchPlacement& placement,
+                        BenchResult* r) {
+  for (const char* mode : {"sync", "async"}) {
+    Config m = c;
+    m.run.mode = mode;
+    const std::string dir = absl::StrCat(run_dir, "/", mode);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    RunOptions ro;
+    ro.write_outputs = false;
+    ro.label = "bench ";
+    absl::StatusOr<EngineRun> run = RunEngineOnce(m, dir, ro);
+    if (!run.ok()) return run.status();
+    (std::string(mode) == "sync" ? r->sync : r->async) = *std::move(run);
+    if (run->interrupted) break;
+  }
+  for (const char* mode : {"sync", "async"}) {
+    if (!placement.processes || StopSignalled()) break;
+    absl::StatusOr<ProcessRun> p = RunProcessesOnce(
+        c, mode, placement.binary, absl::StrCat(run_dir, "/processes-", mode),
+        duration_s);
+    if (!p.ok()) return p.status();
+    (std::string(mode) == "sync" ? r->processes_sync : r->processes_async) = *p;
+  }
+  return absl::OkStatus();
+}
+
+// What to do when `stage` alone is the pipeline's limit.
+std::string StageBoundAdvice(const std::string& stage, const StageAlone& a) {
+  if (stage == "env") return EnvBoundAdvice(a);
+  if (stage == "inference") {
+    return "inference-bound: raise batcher.max_batch / max_wait_ms, add an "
+           "inference actor, or serve inference from a GPU";
+  }
+  return "learner-bound: raise rl.execute_steps or rl.micro_batch, or run "
+         "the learner on a GPU; envs wait on admission control";
+}
+
+// The pipeline's limit (the slowest stage alone, or the cores when the
+// stages' CPU per frame together is the tighter bound), the bottleneck and
+// what to do about it.
+void FindBottleneck(BenchResult* r) {
+  const StageLimit slowest = SlowestStage(r->alone, r->execute_steps);
+  r->stage_limit = slowest.frames_per_s;
+  const StageAlone& a = r->alone;
+  const double cpu_per_frame = a.env_cpu_s_per_frame +
+                               a.inference_cpu_s_per_frame +
+                               a.learner_cpu_s_per_frame;
+  r->core_limit = cpu_per_frame > 0 ? r->cores / cpu_per_frame : 0;
+  const std::string b = slowest.name;
+  if (r->core_limit > 0 && r->core_limit < r->stage_limit) {
+    r->pipeline_limit = r->core_limit;
+    r->bottleneck = "cpu";
+    r->advice = absl::StrFormat(
+        "the stages together need %.2f ms of CPU per frame (env %.2f, "
+        "inference "
+        "%.2f, learner %.2f) and share %d cores: cut the biggest per-frame "
+        "cost "
+        "or add cores",
+        1e3 * cpu_per_frame, 1e3 * a.env_cpu_s_per_frame,
+        1e3 * a.inference_cpu_s_per_frame, 1e3 * a.learner_cpu_s_per_frame,
+        r->cores);
+  } else {
+    r->pipeline_limit = r->stage_limit;
+    r->bottleneck = b;
+    r->advice = StageBoundAdvice(b, a);
+  }
+  r->pipeline_efficiency =
+      r->pipeline_limit > 0
+          ? r->async.summary.env_frames_per_s / r->pipeline_limit
+          : 0;
+}
+
+}  // namespace
+
+absl::StatusOr<BenchResult> RunBench(const Config& config,
+                                     const std::string& config_path,
+                                     const std::string& run_dir,
+                                     double duration_s,
+                                     const BenchPlacement& placement) {
+  if (absl::Status s = CheckRoleDevices(config, true, true); !s.ok()) return s;
+  BenchResult r;
+  r.config_path = config_path;
+  r.duration_s = duration_s;
+  Config c = config;
+  c.rl.duration_s = duration_s;
+  c.rl.max_steps = 0;
+  absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
+  if (!parts.ok()) return parts.status();
+  DescribeSetup(c, *parts, &r);
+  absl::StatusOr<LocalEngineOptions> engine =
+      LocalEngineOptionsFromConfig(c, *parts);
+  if (!engine.ok()) return engine.status();
+  const EnvPoolOptions& pool = engine->rollout.pool;
+  r.latency = pool.latency.Describe();
+  if (absl::Status s = BenchStagesAlone(c, *parts, pool, duration_s, &r);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = BenchModes(c, run_dir, duration_s, placement, &r);
+      !s.ok()) {
+    return s;
+  }
+  r.ratio_async_over_sync =
+      r.sync.summary.env_frames_per_s > 0
+          ? r.async.summary.env_frames_per_s / r.sync.summary.env_frames_per_s
+          : 0;
+  FindBottleneck(&r);
+  return r;
+}
+
+std::string EnvBoundAdvice(const StageAlone& a) {
+  const std::string rest =
+      "or lower the image resolution; inference and learner have headroom";
+  if (a.env_probe_workers == 0) {
+    return absl::StrCat(
+        "env-bound (", a.env_workers,
+        " env workers, no more cores or envs to give them): add envs (latency "
+        "hides behind more), try the other env.render_backend, ",
+        rest);
+  }
+  const std::string measured = absl::StrFormat(
+      "%d env workers: %.0f frames/s alone, %d: %.0f", a.env_workers,
+      a.env_frames_per_s, a.env_probe_workers, a.env_probe_frames_per_s);
+  if (a.env_probe_frames_per_s >= 1.1 * a.env_frames_per_s) {
+    return absl::StrCat("env-bound: add env workers (", measured, ") or envs, ",
+                        rest);
+  }
+  return absl::StrCat(
+      "env-bound, and more env workers do not help here (", measured,
+      "): see where a frame's time goes (env per frame), try the other "
+      "env.render_backend, ",
+      rest);
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,89 @@
+// File: services/runs/bench.h
+// -----------------------------------------------------------------------------
+// `rl-vla3 bench`: measures each stage alone (env pool with a trivial policy,
+// inference on synthetic observations, learner on synthetic segments), then
+// runs sync and async on the same config and seeds, and reports one table:
+// throughput per mode, the async/sync ratio, the pipeline limit (the slowest
+// stage alone, or on a shared CPU the core budget divided by the CPU time
+// each frame costs across stages, whichever is lower), the efficiency against
+// it and the bottleneck with one line of advice.
+//
+// Example:
+//   absl::StatusOr<BenchResult> r = RunBench(config, run_dir, 60.0);
+//   std::printf("%s", FormatBenchTable(*r).c_str());
+//   WriteBenchJson(*r, "bench.json");
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_RUNS_BENCH_H_
+#define RLVLA3_SERVICES_RUNS_BENCH_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/config.h"
+#include "services/runs/bench_processes.h"
+#include "services/runs/engine_run.h"
+
+namespace rlvla3 {
+
+struct StageAlone {
+  double env_frames_per_s = 0;     // env pool, trivial policy
+  double env_cpu_s_per_frame = 0;  // physics + rendering per frame
+  // Its phases per frame, ms: physics, render, readback, hand-off (EnvPool).
+  double env_physics_ms = 0, env_render_ms = 0, env_readback_ms = 0;
+  double env_handoff_ms = 0;
+  int env_workers = 0;
+  // The env stage alone again at more workers (0: none to add), so that the
+  // advice to add env workers is only given where they measured faster.
+  int env_probe_workers = 0;
+  double env_probe_frames_per_s = 0;
+  double inference_obs_per_s = 0;  // at the async batch size
+  int inference_batch = 0;
+  double learner_samples_per_s = 0;
+  // Per env frame (a decision drives rl.execute_steps frames).
+  double inference_cpu_s_per_frame = 0, learner_cpu_s_per_frame = 0;
+};
+
+struct BenchResult {
+  std::string config_path, latency;
+  std::string allocator;  // AllocatorInUse(): figures depend on it
+  double duration_s = 0;
+  int cores = 0;
+  // DescribeGpus() ("CPU only", "1 x NVIDIA H100 ..."), and where each
+  // stage's tensors live (env stepping is always on the CPU).
+  std::string gpus, inference_device = "cpu", learner_device = "cpu";
+  std::string inference_precision = "fp32", learner_precision = "fp32";
+  double policy_millions = 0;  // trainable parameters, in millions
+  int execute_steps = 1;
+  StageAlone alone;
+  EngineRun sync, async;
+  // --placement processes: both modes again, as separate processes.
+  ProcessRun processes_sync, processes_async;
+  double ratio_async_over_sync = 0;
+  double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
+  double pipeline_efficiency = 0;  // async / pipeline limit
+  std::string bottleneck, advice;
+};
+
+// What to do about an env-bound run: add env workers only where the probe
+// at more workers measured at least 10% faster.
+std::string EnvBoundAdvice(const StageAlone& a);
+
+// Where the roles run besides one process: with `processes`, sync and async
+// run again as processes (`binary` up --local).
+struct BenchPlacement {
+  bool processes = false;
+  std::string binary;
+};
+
+absl::StatusOr<BenchResult> RunBench(const Config& c,
+                                     const std::string& config_path,
+                                     const std::string& run_dir,
+                                     double duration_s,
+                                     const BenchPlacement& placement = {});
+std::string FormatBenchTable(const BenchResult& r);
+std::string BenchJson(const BenchResult& r);
+Report BenchReport(const BenchResult& r);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_RUNS_BENCH_H_

@@ -1,0 +1,129 @@
+#include "services/runs/bench_processes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/stop_signal.h"
+#include "runtime/text_file.h"
+#include "services/net/grpc_common.h"
+#include "services/net/role_status.h"
+#include "services/options/cluster_options.h"
+#include "services/runs/child_process.h"
+#include "services/runs/local_cluster.h"
+#include "services/runs/serve.h"
+
+namespace rlvla3 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the window is measured from: summed over the rollout workers.
+struct Sample {
+  Clock::time_point at;
+  uint64_t env_frames = 0, trained = 0, steps = 0, version = 0;
+};
+
+absl::StatusOr<Sample> Take(const ClusterLayout& l, const NetOptions& net) {
+  Sample s;
+  s.at = Clock::now();
+  absl::StatusOr<v1::RoleStatus> learner =
+      QueryRoleStatus(Role::kLearner, l.learner, net);
+  if (!learner.ok()) return learner.status();
+  s.trained = learner->trained_samples();
+  s.steps = learner->optimizer_steps();
+  s.version = learner->policy_version();
+  for (const std::string& a : l.rollout) {
+    absl::StatusOr<v1::RoleStatus> r = QueryRoleStatus(Role::kRollout, a, net);
+    if (!r.ok()) return r.status();
+    s.env_frames += r->env_frames();
+  }
+  return s;
+}
+
+// Every role SERVING (or the run ended / timed out).
+absl::Status WaitAllHealthy(const ClusterLayout& l, const NetOptions& net,
+                            ChildProcess& up, double timeout_s) {
+  std::vector<std::string> all = {l.learner};
+  all.insert(all.end(), l.inference.begin(), l.inference.end());
+  all.insert(all.end(), l.rollout.begin(), l.rollout.end());
+  const auto end = Clock::now() + std::chrono::milliseconds(
+                                      static_cast<int64_t>(timeout_s * 1000));
+  NetOptions quick = net;
+  quick.call_timeout = absl::Seconds(1);
+  while (Clock::now() < end) {
+    if (!up.running()) {
+      return absl::InternalError(absl::StrCat(
+          "up --local ended (", up.HowItEnded(), "); see ", up.log_path()));
+    }
+    if (StopSignalled()) return absl::CancelledError("stopped");
+    bool healthy = true;
+    for (const std::string& a : all) {
+      absl::StatusOr<std::string> h = CheckHealth(a, quick);
+      healthy = healthy && h.ok() && *h == "SERVING";
+    }
+    if (healthy) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "roles not healthy within ", timeout_s, " s; see ", up.log_path()));
+}
+
+void SleepUnlessStopped(double seconds) {
+  const auto end = Clock::now() + std::chrono::milliseconds(
+                                      static_cast<int64_t>(seconds * 1000));
+  while (Clock::now() < end && !StopSignalled()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<ProcessRun> RunProcessesOnce(const Config& config,
+                                            const std::string& mode,
+                                            const std::string& binary,
+                                            const std::string& dir,
+                                            double duration_s) {
+  Config m = config;
+  m.run.mode = mode;
+  m.run.out_dir = dir;
+  m.run.name = "up";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string config_path = dir + "/config.yaml";
+  if (absl::Status s = WriteTextFile(config_path, ConfigToYaml(m)); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<NetOptions> net = NetOptionsFromConfig(m);
+  if (!net.ok()) return net.status();
+  const ClusterLayout layout = LayoutFromConfig(m.cluster);
+  ChildProcess up({binary, "up", "--local", "--config", config_path},
+                  dir + "/up.log");
+  if (absl::Status s = up.Start(); !s.ok()) return s;
+  ProcessRun r;
+  r.processes =
+      1 + static_cast<int>(layout.inference.size() + layout.rollout.size());
+  spdlog::info("bench: {} across {} processes (log {})", mode, r.processes,
+               up.log_path());
+  absl::Status st = WaitAllHealthy(layout, *net, up, 180);
+  // Warm-up: the first weights reach every role, the first batches run.
+  if (st.ok()) SleepUnlessStopped(std::max(3.0, duration_s / 6));
+  absl::StatusOr<Sample> a =
+      st.ok() ? Take(layout, *net) : absl::StatusOr<Sample>(st);
+  if (a.ok()) SleepUnlessStopped(duration_s);
+  absl::StatusOr<Sample> b = a.ok() ? Take(layout, *net) : a;
+  up.Stop(absl::Seconds(30));
+  if (!b.ok()) return b.status();
+  r.ran = true;
+  r.window_s = std::chrono::duration<double>(b->at - a->at).count();
+  r.env_frames_per_s = (b->env_frames - a->env_frames) / r.window_s;
+  r.trained_samples_per_s = (b->trained - a->trained) / r.window_s;
+  r.optimizer_steps = b->steps - a->steps;
+  r.policy_version = b->version;
+  return r;
+}
+
+}  // namespace rlvla3

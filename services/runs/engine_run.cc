@@ -1,0 +1,418 @@
+#include "services/runs/engine_run.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "envs/task.h"
+#include "envs/task_file.h"
+#include "policies/checkpoint.h"
+#include "runtime/metrics_writer.h"
+#include "runtime/text_file.h"
+#include "runtime/tfevents_writer.h"
+#include "services/options/config_bridge.h"
+#include "services/options/engine_config.h"
+
+namespace rlvla3 {
+namespace {
+
+// Version ranges in the success-by-start-version summary and chart.
+constexpr int kSuccessBuckets = 4;
+
+// What each metrics interval of a run leaves: a RunSample (with each stage's
+// busy %), a metrics.jsonl line and TensorBoard scalars (when the run writes
+// outputs), and the progress line. The first failed write stops the engine;
+// the run then returns it (the file and the reason) instead of a result.
+class IntervalRecorder {
+ public:
+  IntervalRecorder(const Config& c, const RunOptions& options, LocalEngine* e,
+                   EngineRun* run)
+      : c_(c),
+        options_(options),
+        engine_(e),
+        run_(run),
+        progress_(stderr, ProgressLine::ParseMode(c.metrics.progress),
+                  absl::Seconds(c.metrics.interval_s * 5)),
+        workers_(std::max(1, static_cast<int>(c.threads.env_workers))),
+        actors_(
+            c.run.mode == "sync"
+                ? 1
+                : std::max(1, static_cast<int>(c.threads.inference_actors))),
+        window_s_(std::max(10.0, 5 * c.metrics.interval_s)) {}
+
+  absl::Status OpenOutputs(const std::string& run_dir) {
+    if (c_.metrics.jsonl) {
+      absl::StatusOr<std::unique_ptr<JsonlWriter>> j =
+          JsonlWriter::Open(run_dir + "/metrics.jsonl");
+      if (!j.ok()) return j.status();
+      jsonl_ = *std::move(j);
+    }
+    absl::StatusOr<std::unique_ptr<TfEventsWriter>> tf =
+        TfEventsWriter::Open(run_dir);
+    if (!tf.ok()) return tf.status();
+    tfevents_ = *std::move(tf);
+    return absl::OkStatus();
+  }
+
+  void OnInterval(const MetricsSnapshot& s) {
+    const RunSample p = Sample(s);
+    run_->samples.push_back(p);
+    Write(s, p);
+    ShowProgress(s, p);
+  }
+
+  void Finish() { progress_.Finish(); }
+
+  absl::Status error() {
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+
+ private:
+  // The interval's figures; busy % from the stages' busy seconds since the
+  // previous interval, per worker.
+  RunSample Sample(const MetricsSnapshot& s) {
+    RunSample p;
+    p.t_s = s.elapsed_s;
+    p.env_frames_per_s = s.Get("env_frames_per_s");
+    p.trained_samples_per_s = s.Get("trained_samples_per_s");
+    p.success_rate = s.Get("success_rate");
+    p.lag_mean = s.Get("policy_lag_mean");
+    const double dt = std::max(1e-9, s.elapsed_s - last_t_);
+    const double env_s = s.Get("stage_env.busy_s"),
+                 inf_s = s.Get("stage_inference.busy_s"),
+                 learn_s = s.Get("stage_learner.busy_s");
+    p.busy_env = 100 * (env_s - last_env_) / dt / workers_;
+    p.busy_inference = 100 * (inf_s - last_inf_) / dt / actors_;
+    p.busy_learner = 100 * (learn_s - last_learn_) / dt;
+    last_t_ = s.elapsed_s;
+    last_env_ = env_s;
+    last_inf_ = inf_s;
+    last_learn_ = learn_s;
+    return p;
+  }
+
+  void Write(const MetricsSnapshot& s, const RunSample& p) {
+    if (jsonl_) Fail(jsonl_->Write(s));
+    if (!tfevents_) return;
+    const int64_t step = static_cast<int64_t>(s.Get("optimizer_steps"));
+    for (const char* k :
+         {"env_frames_per_s", "trained_samples_per_s", "success_rate",
+          "policy_lag_mean", "policy_lag_max", "s_per_step",
+          "inference_batch_size.mean", "clip_fraction", "approx_kl",
+          "is_weight_mean", "loss", "entropy", "dropped_samples"}) {
+      tfevents_->Scalar(k, s.Get(k), step);
+    }
+    tfevents_->Scalar("busy_pct/env", p.busy_env, step);
+    tfevents_->Scalar("busy_pct/inference", p.busy_inference, step);
+    tfevents_->Scalar("busy_pct/learner", p.busy_learner, step);
+    Fail(tfevents_->Flush());
+  }
+
+  // The progress line's rates: over the last 10 s (at least 5 intervals),
+  // not one interval, so trained samples (which arrive once per optimizer
+  // step) read steady instead of flickering between 0 and a burst.
+  void ShowProgress(const MetricsSnapshot& s, const RunSample& p) {
+    window_.push_back(
+        {s.elapsed_s, s.Get("env_frames"), s.Get("trained_samples")});
+    while (window_.size() > 2 && window_.back().t - window_[1].t >= window_s_)
+      window_.pop_front();
+    const double span = std::max(1e-9, window_.back().t - window_.front().t);
+    const bool one = window_.size() < 2;
+    const double frames_rate =
+        one ? p.env_frames_per_s
+            : (window_.back().frames - window_.front().frames) / span;
+    const double trained_rate =
+        one ? p.trained_samples_per_s
+            : (window_.back().trained - window_.front().trained) / span;
+    progress_.Update(absl::StrFormat(
+        "%s%s %3.0fs | env %4.0f frames/s | trained %4.0f samples/s | step %d "
+        "(%.2f s/step) | lag %.1f/%.0f | success %3.0f%% (%d ep) | busy env "
+        "%2.0f%% inf %2.0f%% learn %2.0f%% | queue req %d traj %d",
+        options_.label, c_.run.mode, s.elapsed_s, frames_rate, trained_rate,
+        static_cast<int64_t>(s.Get("optimizer_steps")), s.Get("s_per_step"),
+        p.lag_mean, s.Get("policy_lag_max"), 100 * p.success_rate,
+        static_cast<int64_t>(s.Get("episodes")), p.busy_env, p.busy_inference,
+        p.busy_learner, static_cast<int64_t>(s.Get("queue_request_depth")),
+        static_cast<int64_t>(s.Get("queue_trajectory_depth"))));
+  }
+
+  void Fail(absl::Status status) {
+    if (status.ok()) return;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!error_.ok()) return;
+      error_ = status;
+    }
+    spdlog::error("train: {}; stopping the run", status.ToString());
+    engine_->Stop();
+  }
+
+  struct Count {
+    double t, frames, trained;
+  };
+  const Config& c_;
+  const RunOptions& options_;
+  LocalEngine* engine_;
+  EngineRun* run_;
+  ProgressLine progress_;
+  std::unique_ptr<JsonlWriter> jsonl_;
+  std::unique_ptr<TfEventsWriter> tfevents_;
+  const int workers_, actors_;
+  const double window_s_;
+  double last_t_ = 0, last_env_ = 0, last_inf_ = 0, last_learn_ = 0;
+  std::deque<Count> window_;
+  absl::Mutex mu_;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+};
+
+// The engine from the config; with outputs, the learner writes checkpoints
+// (rl.checkpoint_every: weights and optimizer state) under the run folder.
+absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(
+    const Config& c, const std::string& run_dir, const RunOptions& options) {
+  torch::manual_seed(static_cast<uint64_t>(c.run.seed));
+  absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
+  if (!parts.ok()) return parts.status();
+  absl::StatusOr<LocalEngineOptions> engine_options =
+      LocalEngineOptionsFromConfig(c, *parts);
+  if (!engine_options.ok()) return engine_options.status();
+  if (options.write_outputs) {
+    engine_options->learner.checkpoint_dir = run_dir + "/checkpoints";
+  }
+  return LocalEngine::Create(*engine_options, *parts);
+}
+
+// After the run: episodes.csv and the final checkpoint.
+absl::Status WriteRunOutputs(LocalEngine& e, EngineRun& run) {
+  const std::string episodes_csv = run.run_dir + "/episodes.csv";
+  std::ofstream csv(episodes_csv);
+  csv << "start_version,start_frame,env,success,late\n";
+  for (const auto& ep : run.episodes) {
+    csv << ep.start_version << ',' << ep.start_frame << ',' << ep.env << ','
+        << (ep.success ? 1 : 0) << ',' << (ep.late ? 1 : 0) << '\n';
+  }
+  csv.flush();
+  if (absl::Status cs = StreamStatus(csv, episodes_csv); !cs.ok()) return cs;
+  run.checkpoint = run.run_dir + "/checkpoints/final";
+  return e.policy().Save(run.checkpoint, e.tokenizer(), run.summary.version);
+}
+
+}  // namespace
+
+absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
+                                        const std::string& run_dir,
+                                        const RunOptions& options) {
+  absl::StatusOr<std::unique_ptr<LocalEngine>> engine =
+      MakeEngine(c, run_dir, options);
+  if (!engine.ok()) return engine.status();
+  LocalEngine& e = **engine;
+  EngineRun run;
+  run.run_dir = run_dir;
+  run.success_window = c.rl.success_window;
+  IntervalRecorder recorder(c, options, &e, &run);
+  if (options.write_outputs) {
+    if (absl::Status s = recorder.OpenOutputs(run_dir); !s.ok()) return s;
+  }
+  EngineHooks hooks;
+  hooks.on_interval = [&recorder](const MetricsSnapshot& s) {
+    recorder.OnInterval(s);
+  };
+  hooks.should_stop = [] { return StopSignalled(); };
+  absl::Status s = e.Run(hooks);
+  recorder.Finish();
+  run.interrupted = StopSignalled();
+  if (!s.ok()) return s;
+  if (absl::Status w = recorder.error(); !w.ok()) return w;
+  run.summary = e.Summary();
+  run.curve = e.LearningCurve();
+  run.episodes = e.Episodes();
+  run.lag_histogram = e.LagHistogram();
+  run.timeline = e.Timeline();
+  if (options.write_outputs) {
+    if (absl::Status w = WriteRunOutputs(e, run); !w.ok()) return w;
+  }
+  return run;
+}
+
+namespace {
+
+// env frames/s and trained samples/s over wall time.
+ReportSection ThroughputSection(const std::vector<const EngineRun*>& runs) {
+  ReportSection thr{"Throughput over time", "", {}, {}, {}};
+  LineChart frames{"env frames/s", "wall time (s)", "env frames/s", {}};
+  LineChart trained{"trained samples/s", "wall time (s)", "samples/s", {}};
+  for (const EngineRun* r : runs) {
+    Series f{r->summary.mode, {}, {}}, t{r->summary.mode, {}, {}};
+    for (const auto& p : r->samples) {
+      f.x.push_back(p.t_s);
+      f.y.push_back(p.env_frames_per_s);
+      t.x.push_back(p.t_s);
+      t.y.push_back(p.trained_samples_per_s);
+    }
+    frames.series.push_back(f);
+    trained.series.push_back(t);
+  }
+  thr.lines = {frames, trained};
+  return thr;
+}
+
+// Each stage's busy share of wall time.
+ReportSection UtilisationSection(const std::vector<const EngineRun*>& runs) {
+  ReportSection util{"Stage utilisation",
+                     "busy time per stage as a share of wall time "
+                     "(per thread of that stage)",
+                     {},
+                     {},
+                     {}};
+  BarChart bars{"stage busy %",
+                "busy (% of wall time)",
+                {"env", "inference", "learner"},
+                {},
+                "stage"};
+  for (const EngineRun* r : runs) {
+    bars.series.push_back({r->summary.mode,
+                           {},
+                           {r->summary.busy_env, r->summary.busy_inference,
+                            r->summary.busy_learner}});
+  }
+  util.bars.push_back(bars);
+  return util;
+}
+
+// The policy-lag histogram of trained samples.
+ReportSection LagSection(const std::vector<const EngineRun*>& runs) {
+  ReportSection lag{"Policy lag",
+                    "trained samples by learner version minus "
+                    "behaviour version",
+                    {},
+                    {},
+                    {}};
+  BarChart lh{"policy-lag histogram",
+              "trained samples",
+              {},
+              {},
+              "policy lag (versions behind the learner)"};
+  size_t max_lag = 0;
+  for (const EngineRun* r : runs)
+    max_lag = std::max(max_lag, r->lag_histogram.size());
+  for (size_t i = 0; i < std::max<size_t>(1, max_lag); ++i)
+    lh.labels.push_back(absl::StrCat(i));
+  for (const EngineRun* r : runs) {
+    Series s{r->summary.mode, {}, {}};
+    for (size_t i = 0; i < lh.labels.size(); ++i) {
+      s.y.push_back(i < r->lag_histogram.size()
+                        ? static_cast<double>(r->lag_histogram[i])
+                        : 0);
+    }
+    lh.series.push_back(s);
+  }
+  lag.bars.push_back(lh);
+  return lag;
+}
+
+// Success against trained samples, and by the version that started an episode.
+ReportSection LearningSection(const std::vector<const EngineRun*>& runs) {
+  ReportSection learn{"Learning",
+                      "rolling success rate (last rl.success_window "
+                      "episodes) against trained samples",
+                      {},
+                      {},
+                      {}};
+  LineChart sc{
+      "success vs trained samples", "trained samples", "success (%)", {}};
+  for (const EngineRun* r : runs) {
+    Series s{r->summary.mode, {}, {}};
+    for (const auto& p : r->curve) {
+      s.x.push_back(static_cast<double>(p.trained_samples));
+      s.y.push_back(100 * p.rolling_success);
+    }
+    sc.series.push_back(s);
+  }
+  learn.lines.push_back(sc);
+  LineChart bv{"success by the policy version that started the episode",
+               "env frames (mean start of the bucket's episodes)",
+               "success (% of episodes)",
+               {}};
+  for (const EngineRun* r : runs) {
+    Series s{r->summary.mode, {}, {}};
+    for (const SuccessBucket& b :
+         SuccessByStartVersion(r->episodes, kSuccessBuckets)) {
+      if (b.episodes == 0) continue;
+      s.x.push_back(b.mean_start_frame);
+      s.y.push_back(100 * b.rate());
+    }
+    bv.series.push_back(s);
+  }
+  learn.lines.push_back(bv);
+  return learn;
+}
+
+}  // namespace
+
+std::vector<ReportSection> RunReportSections(
+    const std::vector<const EngineRun*>& runs) {
+  return {ThroughputSection(runs), UtilisationSection(runs), LagSection(runs),
+          LearningSection(runs)};
+}
+
+std::string FormatTrainSummary(const EngineRun& r) {
+  const EngineSummary& s = r.summary;
+  // The first point whose rolling window is full (or the last one there is),
+  // so a window of one or two episodes is not reported as a rate.
+  std::string first_success = "n/a", last_success = "n/a";
+  if (!r.curve.empty()) {
+    const LocalEngine::LearningPoint* first = &r.curve.back();
+    for (const auto& p : r.curve) {
+      if (static_cast<int64_t>(p.episodes) >= r.success_window) {
+        first = &p;
+        break;
+      }
+    }
+    first_success =
+        absl::StrFormat("%.0f%% (at %d trained samples)",
+                        100 * first->rolling_success, first->trained_samples);
+    last_success =
+        absl::StrFormat("%.0f%% (at %d)", 100 * r.curve.back().rolling_success,
+                        r.curve.back().trained_samples);
+  }
+  std::string by_version;
+  for (const SuccessBucket& b :
+       SuccessByStartVersion(r.episodes, kSuccessBuckets)) {
+    absl::StrAppendFormat(&by_version, "%s v%d-%d %.0f%% (%d)",
+                          by_version.empty() ? "" : " |", b.version_lo,
+                          b.version_hi, 100 * b.rate(), b.episodes);
+  }
+  if (by_version.empty()) by_version = " n/a";
+  int64_t late = 0;
+  for (const auto& e : r.episodes) late += e.late ? 1 : 0;
+  return absl::StrFormat(
+      "%s run%s: %.0f s, %d env frames (%.0f frames/s), %d episodes, %d "
+      "successes\n"
+      "learner: %d optimizer steps (%.2f s/step), %d samples trained (%.0f "
+      "samples/s), %d skipped (NaN/Inf), %d dropped for staleness\n"
+      "policy lag mean %.2f max %.0f; inference batch mean %.1f; busy env "
+      "%.0f%% inference %.0f%% learner %.0f%%\n"
+      "rolling success (last %d episodes): %s -> %s\n"
+      "success by start version (episodes):%s; %d late episodes left out\n"
+      "checkpoint: %s\n",
+      s.mode, r.interrupted ? " (interrupted)" : "", s.wall_s, s.env_frames,
+      s.env_frames_per_s, s.episodes, s.successes, s.optimizer_steps,
+      s.s_per_step, s.trained_samples, s.trained_samples_per_s, s.skipped_steps,
+      s.dropped_samples, s.lag_mean, s.lag_max, s.inference_batch_mean,
+      s.busy_env, s.busy_inference, s.busy_learner, r.success_window,
+      first_success, last_success, by_version, late,
+      r.checkpoint.empty() ? "(none)" : r.checkpoint);
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,440 @@
+#include "services/runs/local_cluster.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/stop_signal.h"
+#include "runtime/text_file.h"
+#include "services/net/role_status.h"
+#include "services/net/roster.h"
+#include "services/runs/child_process.h"
+
+namespace rlvla3 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kExitOk = 0, kExitFailure = 1;
+
+// One supervised role process.
+struct Member {
+  Role role;
+  int index = 0;
+  std::string address;
+  std::shared_ptr<grpc::Channel> channel;  // status polls, kept connected
+  std::unique_ptr<ChildProcess> process;
+  int restarts = 0;
+  Clock::time_point restart_at{};
+  bool waiting_restart = false;
+  Clock::time_point last_heard = Clock::now();
+  v1::RoleStatus status;
+  std::string label() const {
+    if (role == Role::kLearner) {
+      return index == 0 ? "learner" : absl::StrCat("learner rank ", index);
+    }
+    return absl::StrCat(RoleName(role), " ", index);
+  }
+};
+
+// Waits until `m` answers SERVING (or exits, or `timeout_s` passes).
+absl::Status WaitHealthy(Member& m, const NetOptions& net, double timeout_s) {
+  const auto end = Clock::now() + std::chrono::milliseconds(
+                                      static_cast<int64_t>(timeout_s * 1000));
+  NetOptions quick = net;
+  quick.call_timeout = absl::Seconds(1);
+  while (Clock::now() < end) {
+    if (m.process->Poll()) {
+      return absl::UnavailableError(
+          absl::StrCat(m.label(), " exited (", m.process->HowItEnded(),
+                       ") before serving; see ", m.process->log_path()));
+    }
+    absl::StatusOr<std::string> h = CheckHealth(m.address, quick);
+    if (h.ok() && *h == "SERVING") return absl::OkStatus();
+    if (StopSignalled()) return absl::CancelledError("stopped");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat(m.label(), " at ", m.address, " not healthy within ",
+                   timeout_s, " s; see ", m.process->log_path()));
+}
+
+std::string ProgressLine(double t, const std::vector<Member>& members,
+                         double role_timeout_s) {
+  double samples = 0, obs = 0, frames = 0;
+  uint64_t version = 0, steps = 0, episodes = 0, successes = 0;
+  int healthy = 0;
+  std::vector<std::string> silent;
+  for (const Member& m : members) {
+    const double quiet =
+        std::chrono::duration<double>(Clock::now() - m.last_heard).count();
+    if (quiet > role_timeout_s || m.waiting_restart) {
+      silent.push_back(m.label());
+      continue;
+    }
+    ++healthy;
+    switch (m.role) {
+      case Role::kLearner:  // rank 0 publishes; every rank trains
+        if (m.index == 0) {
+          version = m.status.policy_version();
+          steps = m.status.optimizer_steps();
+        }
+        samples += m.status.trained_samples_per_s();
+        break;
+      case Role::kInference:
+        obs += m.status.observations_per_s();
+        break;
+      case Role::kRollout:
+        frames += m.status.env_frames_per_s();
+        episodes += m.status.episodes();
+        successes += m.status.successes();
+        break;
+    }
+  }
+  std::string line = absl::StrFormat(
+      "[%5.0fs] version %d, %d steps, %.0f samples/s | %.0f obs/s | %.0f "
+      "frames/s, %d episodes (%d successes) | %d/%d roles up",
+      t, version, steps, samples, obs, frames, episodes, successes, healthy,
+      members.size());
+  if (!silent.empty()) {
+    absl::StrAppend(&line, " | silent: ", absl::StrJoin(silent, ", "));
+  }
+  return line;
+}
+
+}  // namespace
+
+namespace {
+
+// The run folder's logs/ and up.pid (what `down --local` signals).
+absl::Status PrepareRunDir(const UpLocalOptions& o) {
+  const std::string logs = o.run_dir + "/logs";
+  std::error_code ec;
+  std::filesystem::create_directories(logs, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat(logs, ": ", ec.message()));
+  return WriteTextFile(o.run_dir + "/up.pid", absl::StrCat(getpid(), "\n"));
+}
+
+// One `rl-vla3 serve ROLE` process (not started yet), its log in logs/.
+Member MakeMember(const UpLocalOptions& o, Role role, int index,
+                  const std::string& address, std::vector<std::string> extra,
+                  std::vector<std::string> env = {}) {
+  std::vector<std::string> argv = {o.binary,   "serve",       RoleName(role),
+                                   "--config", o.config_path, "--listen",
+                                   address};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Member m;
+  m.role = role;
+  m.index = index;
+  m.address = address;
+  m.channel = MakeChannel(address, o.net);
+  const std::string logs = o.run_dir + "/logs";
+  const std::string log =
+      role == Role::kLearner && index == 0
+          ? logs + "/learner.log"
+          : absl::StrCat(logs, "/", RoleName(role), "_", index, ".log");
+  m.process =
+      std::make_unique<ChildProcess>(std::move(argv), log, std::move(env));
+  return m;
+}
+
+// Every role of the layout: the learner's ranks (one data-parallel group,
+// rendezvous at rank 0's host: the torchrun variables; alone when there is
+// one rank), the inference servers, the rollout workers.
+std::vector<Member> MakeMembers(const UpLocalOptions& o) {
+  std::vector<Member> members;
+  const ClusterLayout& l = o.layout;
+  const std::string world = absl::StrCat(l.learner_ranks.size());
+  const std::string host = l.learner.substr(0, l.learner.rfind(':'));
+  for (size_t r = 0; r < l.learner_ranks.size(); ++r) {
+    members.push_back(MakeMember(
+        o, Role::kLearner, static_cast<int>(r), l.learner_ranks[r], {},
+        {"MASTER_ADDR=" + host, absl::StrCat("MASTER_PORT=", l.rendezvous_port),
+         absl::StrCat("RANK=", r), "WORLD_SIZE=" + world}));
+  }
+  for (size_t i = 0; i < l.inference.size(); ++i) {
+    members.push_back(MakeMember(o, Role::kInference, static_cast<int>(i),
+                                 l.inference[i], {"--learner", l.learner}));
+  }
+  const std::string all_inference = absl::StrJoin(l.inference, ",");
+  for (size_t w = 0; w < l.rollout.size(); ++w) {
+    members.push_back(MakeMember(
+        o, Role::kRollout, static_cast<int>(w), l.rollout[w],
+        {"--learner", absl::StrJoin(l.learner_ranks, ","), "--inference",
+         all_inference, "--worker", absl::StrCat(w)}));
+  }
+  return members;
+}
+
+// Every process of a role is asked at once, then each is waited for.
+void StopAll(std::vector<Member>& members, const UpLocalOptions& o) {
+  for (Role r : {Role::kRollout, Role::kInference, Role::kLearner}) {
+    for (Member& m : members) {
+      if (m.role == r) m.process->Terminate();
+    }
+    // A learner rank may be inside a collective its peers left: it ends
+    // within the collective timeout.
+    const absl::Duration grace =
+        r == Role::kLearner && o.layout.learner_ranks.size() > 1
+            ? absl::Seconds(10 + o.collective_timeout_s)
+            : absl::Seconds(10);
+    for (Member& m : members) {
+      if (m.role == r) m.process->Stop(grace);
+    }
+  }
+}
+
+// Starts in order, each kind once the previous ones are healthy. nullopt
+// when all serve; else the exit code (after stopping what started).
+std::optional<int> StartInOrder(std::vector<Member>& members,
+                                const UpLocalOptions& o) {
+  for (Role r : {Role::kLearner, Role::kInference, Role::kRollout}) {
+    for (Member& m : members) {
+      if (m.role != r) continue;
+      if (absl::Status s = m.process->Start(); !s.ok()) {
+        std::fprintf(stderr, "rl-vla3 up: %s: %s\n", m.label().c_str(),
+                     s.ToString().c_str());
+        StopAll(members, o);
+        return kExitFailure;
+      }
+    }
+    for (Member& m : members) {
+      if (m.role != r) continue;
+      if (absl::Status s = WaitHealthy(m, o.net, 120); !s.ok()) {
+        std::fprintf(stderr, "rl-vla3 up: %s\n", s.ToString().c_str());
+        StopAll(members, o);
+        return StopSignalled() ? kExitOk : kExitFailure;
+      }
+      std::printf("up: %s serving on %s (pid %d, log %s)\n", m.label().c_str(),
+                  m.address.c_str(), static_cast<int>(m.process->pid()),
+                  m.process->log_path().c_str());
+    }
+  }
+  return std::nullopt;
+}
+
+// A member waiting out its restart delay is started when it is due.
+void RestartWhenDue(Member& m) {
+  if (Clock::now() < m.restart_at) return;
+  m.waiting_restart = false;
+  if (absl::Status s = m.process->Start(); !s.ok()) {
+    std::fprintf(stderr, "up: %s: %s\n", m.label().c_str(),
+                 s.ToString().c_str());
+  } else {
+    std::printf("up: %s restarted (pid %d)\n", m.label().c_str(),
+                static_cast<int>(m.process->pid()));
+  }
+}
+
+// One look at a member: restarts an inference or rollout process that
+// exited (backing off 1, 2, 4 ... 30 s), polls a live one's status. False
+// when the member is a learner rank that is gone: the run stops.
+bool Supervise(Member& m, const NetOptions& net) {
+  if (m.waiting_restart) {
+    RestartWhenDue(m);
+    return true;
+  }
+  if (m.process->Poll()) {
+    if (m.role == Role::kLearner) {
+      std::fprintf(stderr,
+                   "up: the %s is gone (%s); stopping the run (it "
+                   "resumes from its last checkpoint). See %s\n",
+                   m.label().c_str(), m.process->HowItEnded().c_str(),
+                   m.process->log_path().c_str());
+      return false;
+    }
+    const int delay = std::min(30, 1 << std::min(m.restarts, 5));
+    ++m.restarts;
+    std::fprintf(stderr, "up: %s exited (%s); restart #%d in %d s\n",
+                 m.label().c_str(), m.process->HowItEnded().c_str(), m.restarts,
+                 delay);
+    m.waiting_restart = true;
+    m.restart_at = Clock::now() + std::chrono::seconds(delay);
+    return true;
+  }
+  NetOptions quick = net;
+  quick.call_timeout = absl::Milliseconds(500);
+  absl::StatusOr<v1::RoleStatus> st =
+      QueryRoleStatus(m.role, m.channel, m.address, quick);
+  if (st.ok()) {
+    m.status = *std::move(st);
+    m.last_heard = Clock::now();
+  }
+  return true;
+}
+
+// One progress line per interval until stopped, the duration is over or a
+// learner rank is gone (then kExitFailure).
+int SuperviseUntilStopped(std::vector<Member>& members,
+                          const UpLocalOptions& o) {
+  const auto t0 = Clock::now();
+  auto next = t0;
+  while (!StopSignalled()) {
+    next +=
+        std::chrono::milliseconds(static_cast<int64_t>(o.interval_s * 1000));
+    while (Clock::now() < next && !StopSignalled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (o.duration_s > 0 && t >= o.duration_s) break;
+    for (Member& m : members) {
+      if (!Supervise(m, o.net)) return kExitFailure;
+    }
+    std::printf("%s\n", ProgressLine(t, members, o.role_timeout_s).c_str());
+    std::fflush(stdout);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunUpLocal(const UpLocalOptions& o) {
+  if (absl::Status s = PrepareRunDir(o); !s.ok()) {
+    std::fprintf(stderr, "rl-vla3 up: %s\n", s.ToString().c_str());
+    return kExitFailure;
+  }
+  InstallStopSignalHandlers();
+  std::vector<Member> members = MakeMembers(o);
+  if (std::optional<int> failed = StartInOrder(members, o)) return *failed;
+  std::printf(
+      "up: %zu roles running; `rl-vla3 down --local` or Ctrl-C stops "
+      "them\n",
+      members.size());
+  std::fflush(stdout);
+  int exit_code = SuperviseUntilStopped(members, o);
+  std::printf("up: stopping rollout, inference, learner\n");
+  std::fflush(stdout);
+  StopAll(members, o);
+  for (const Member& m : members) {
+    if (m.process->exit_code() != 0 && exit_code == kExitOk &&
+        m.role == Role::kLearner) {
+      exit_code = kExitFailure;
+    }
+  }
+  std::error_code rm;
+  std::filesystem::remove(o.run_dir + "/up.pid", rm);
+  return exit_code;
+}
+
+int RunDownLocal(const std::string& run_dir) {
+  std::ifstream in(run_dir + "/up.pid");
+  std::string text;
+  int pid = 0;
+  if (!in || !std::getline(in, text) || !absl::SimpleAtoi(text, &pid) ||
+      pid <= 0) {
+    std::fprintf(stderr, "rl-vla3 down: no run is up in %s (no up.pid)\n",
+                 run_dir.c_str());
+    return kExitFailure;
+  }
+  if (kill(pid, SIGTERM) != 0) {
+    std::fprintf(stderr, "rl-vla3 down: up (pid %d) is not running\n", pid);
+    return kExitFailure;
+  }
+  // Wait for `up` to stop every role (10 s grace per role kind at most): it
+  // removes up.pid last. (kill(pid, 0) alone would also succeed on a zombie
+  // `up` its parent has not reaped.)
+  const std::string pid_file = run_dir + "/up.pid";
+  auto stopping = [&] {
+    std::error_code ec;
+    return std::filesystem::exists(pid_file, ec) && kill(pid, 0) == 0;
+  };
+  for (int i = 0; i < 600 && stopping(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (stopping()) {
+    std::fprintf(stderr, "rl-vla3 down: up (pid %d) is still stopping\n", pid);
+    return kExitFailure;
+  }
+  std::printf("down: the run in %s is stopped\n", run_dir.c_str());
+  return kExitOk;
+}
+
+// The learner's roster (every role that sends heartbeats, wherever it runs);
+// false if a role is silent or the roster cannot be read.
+bool PrintRoster(const std::string& learner, const NetOptions& net) {
+  absl::StatusOr<v1::RoleRoster> r = ListRoles(learner, net);
+  if (!r.ok()) {
+    std::printf("\nroster: %s\n", r.status().ToString().c_str());
+    return false;
+  }
+  std::printf(
+      "\nroster of learner %s (heartbeats; silent past %.0f s is flagged)\n",
+      learner.c_str(), r->timeout_s());
+  std::printf("%-10s %-22s %-16s %8s %22s\n", "ROLE", "ADDRESS",
+              "LAST HEARTBEAT", "VERSION", "THROUGHPUT");
+  bool all = true;
+  for (const v1::RosterEntry& e : r->roles()) {
+    const v1::RoleStatus& st = e.status();
+    const std::string beat =
+        e.silent() ? absl::StrFormat("SILENT %.0f s", e.silent_s())
+                   : absl::StrFormat("%.1f s ago", e.silent_s());
+    const std::string rate =
+        st.role() == "inference"
+            ? absl::StrFormat("%.0f obs/s", st.observations_per_s())
+            : absl::StrFormat("%.0f frames/s", st.env_frames_per_s());
+    std::printf("%-10s %-22s %-16s %8llu %22s\n", st.role().c_str(),
+                e.address().c_str(), beat.c_str(),
+                static_cast<unsigned long long>(st.policy_version()),
+                rate.c_str());
+    all = all && !e.silent();
+  }
+  if (r->roles().empty()) std::printf("(no role has reported yet)\n");
+  return all;
+}
+
+int RunStatus(const ClusterLayout& l, const NetOptions& net) {
+  std::vector<std::pair<Role, std::string>> roles = {
+      {Role::kLearner, l.learner}};
+  for (size_t r = 1; r < l.learner_ranks.size(); ++r) {
+    roles.emplace_back(Role::kLearner, l.learner_ranks[r]);
+  }
+  for (const auto& a : l.inference) roles.emplace_back(Role::kInference, a);
+  for (const auto& a : l.rollout) roles.emplace_back(Role::kRollout, a);
+  std::printf("%-10s %-22s %-12s %8s %22s %9s\n", "ROLE", "ADDRESS", "HEALTH",
+              "VERSION", "THROUGHPUT", "UPTIME");
+  bool all = true;
+  NetOptions quick = net;
+  quick.call_timeout = absl::Seconds(2);
+  for (const auto& [role, address] : roles) {
+    absl::StatusOr<std::string> h = CheckHealth(address, quick);
+    const std::string health = h.ok() ? *h : "UNREACHABLE";
+    all = all && health == "SERVING";
+    absl::StatusOr<v1::RoleStatus> st = QueryRoleStatus(role, address, quick);
+    std::string version = "-", rate = "-", up = "-";
+    if (st.ok()) {
+      version = absl::StrCat(st->policy_version());
+      up = absl::StrFormat("%.0f s", st->uptime_s());
+      switch (role) {
+        case Role::kLearner:
+          rate = absl::StrFormat("%.1f samples/s", st->trained_samples_per_s());
+          break;
+        case Role::kInference:
+          rate = absl::StrFormat("%.0f obs/s", st->observations_per_s());
+          break;
+        case Role::kRollout:
+          rate = absl::StrFormat("%.0f frames/s", st->env_frames_per_s());
+          break;
+      }
+    } else if (h.ok()) {
+      rate = std::string(st.status().message()).substr(0, 22);
+    }
+    std::printf("%-10s %-22s %-12s %8s %22s %9s\n", RoleName(role),
+                address.c_str(), health.c_str(), version.c_str(), rate.c_str(),
+                up.c_str());
+  }
+  all = PrintRoster(l.learner, quick) && all;
+  return all ? kExitOk : kExitFailure;
+}
+
+}  // namespace rlvla3

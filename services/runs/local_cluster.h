@@ -1,0 +1,56 @@
+// File: services/runs/local_cluster.h
+// -----------------------------------------------------------------------------
+// `rl-vla3 up --local`, `down --local` and `status`: every role of a run as a
+// separate process on this machine, at the addresses the config lays out
+// (cluster.host; learner at cluster.base_port, inference server i at
+// base_port+1+i, rollout worker w at base_port+1+servers+w, learner rank r > 0
+// at base_port+servers+workers+r, the ranks' rendezvous after them).
+//   up      starts the learner, then the inference servers, then the rollout
+//           workers, each once the previous ones answer health checks;
+//           prints one combined progress line per interval; restarts an
+//           inference server or rollout worker that exits, with backoff
+//           (1 s doubling to 30 s); stops the run with a clear message only
+//           when the learner is gone; on Ctrl-C / SIGTERM / `down` stops
+//           rollout, inference, learner in that order.
+//   down    signals the `up` of the run (its pid is in RUN_DIR/up.pid).
+//   status  health, version and throughput of every role; exit 1 unless all
+//           are SERVING.
+// Logs: RUN_DIR/logs/ROLE.log.
+//
+// Example:
+//   UpLocalOptions o{.binary = "/usr/bin/rl-vla3", .config_path = ...};
+//   return RunUpLocal(o);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_RUNS_LOCAL_CLUSTER_H_
+#define RLVLA3_SERVICES_RUNS_LOCAL_CLUSTER_H_
+
+#include <string>
+#include <vector>
+
+#include "runtime/config.h"
+#include "services/net/grpc_common.h"
+#include "services/options/cluster_options.h"
+
+namespace rlvla3 {
+
+struct UpLocalOptions {
+  std::string binary;       // rl-vla3 itself
+  std::string config_path;  // the run's resolved config (every role reads it)
+  std::string run_dir;
+  ClusterLayout layout;
+  double interval_s = 1;             // progress line
+  double role_timeout_s = 10;        // a role silent this long is reported
+  double duration_s = 0;             // 0: until stopped
+  double collective_timeout_s = 60;  // learner ranks (stop grace)
+  NetOptions net;
+};
+
+// Exit code: 0 after a requested stop, 1 when the run could not start or the
+// learner is gone.
+int RunUpLocal(const UpLocalOptions& options);
+int RunDownLocal(const std::string& run_dir);
+int RunStatus(const ClusterLayout& layout, const NetOptions& net);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_RUNS_LOCAL_CLUSTER_H_

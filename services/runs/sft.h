@@ -1,0 +1,90 @@
+// File: services/runs/sft.h
+// -----------------------------------------------------------------------------
+// The SFT warm start (`rl-vla3 sft`) and policy evaluation (`rl-vla3 eval`).
+// CollectDemonstrations runs the scripted experts through the env pool and
+// keeps successful episodes; TrainBehaviourCloning fits TinyVLA to the experts'
+// action tokens (cross-entropy over 256 bins per dimension, K-step chunks);
+// EvaluatePolicy runs a policy (greedy or sampled) from the seeded initial
+// states and reports success per task.
+//
+// Example:
+//   absl::StatusOr<DemoSet> demos = CollectDemonstrations(config, tasks);
+//   absl::StatusOr<SftResult> r = RunSft(config, run_dir, progress_callback);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_RUNS_SFT_H_
+#define RLVLA3_SERVICES_RUNS_SFT_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "envs/manipulation_env.h"
+#include "policies/policy.h"
+#include "policies/text_tokenizer.h"
+#include "runtime/config.h"
+
+namespace rlvla3 {
+
+// Expert demonstrations, stored flat: sample i is one control step.
+struct DemoSet {
+  int width = 0, height = 0, chunk = 0;
+  std::vector<std::string> task_names;    // task id -> name
+  std::vector<std::string> instructions;  // task id -> instruction
+  std::vector<uint8_t> agentview, wrist;  // [N, H, W, 3] each
+  std::vector<float> proprio;             // [N, 8]
+  std::vector<int32_t> task;              // [N]
+  std::vector<int64_t> action_tokens;  // [N, K, 7]: the next K expert actions
+  int64_t episodes = 0;
+  int64_t attempts = 0;  // expert episodes run (successful or not)
+  size_t size() const { return task.size(); }
+};
+
+struct TaskSuccess {
+  std::string task;
+  int episodes = 0;
+  int successes = 0;
+};
+
+struct SftResult {
+  int64_t demo_samples = 0;
+  int64_t demo_episodes = 0;
+  double collect_s = 0, train_s = 0, eval_s = 0;
+  int64_t optimizer_steps = 0;
+  double final_loss = 0;
+  double samples_per_s = 0;
+  int64_t parameters = 0;
+  std::vector<TaskSuccess> eval;
+  double mean_success = 0;
+  std::string checkpoint;
+};
+
+// Task specs named by `sft.tasks` ("all", or comma-separated names / task
+// files).
+absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c);
+
+// Runs the experts until every task has sft.demos_per_task successful episodes.
+absl::StatusOr<DemoSet> CollectDemonstrations(
+    const Config& c, const std::vector<TaskSpec>& tasks);
+
+// Rollouts of `policy` from initial states first_init .. first_init +
+// episodes - 1 of each task: greedy (most likely token per dimension) or
+// sampled, as RL rollouts act (torch's generator seeded with run.seed, so a
+// sampled evaluation repeats). Training draws its episodes from states
+// 0..kInitStatesPerTask-1 (50); states from 50 on are held out.
+absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
+    Policy& policy, const TextTokenizer& tokenizer, const Config& c,
+    const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
+    int first_init = 0);
+
+// Collect, train, evaluate, checkpoint. `progress` gets a one-line status.
+absl::StatusOr<SftResult> RunSft(
+    const Config& c, const std::string& run_dir,
+    const std::function<void(const std::string&)>& progress);
+
+std::string FormatSftResult(const SftResult& r);
+std::string FormatTaskSuccess(const std::vector<TaskSuccess>& s);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_RUNS_SFT_H_

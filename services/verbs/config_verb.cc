@@ -1,0 +1,30 @@
+// `rl-vla3 config`: the resolved config (defaults <- file <- --set) as YAML.
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "runtime/config.h"
+#include "services/verbs/verb.h"
+#include "services/verbs/verbs.h"
+
+namespace rlvla3 {
+namespace {
+
+int VerbConfig(const VerbArgs& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  std::fputs(ConfigToYaml(*c).c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace
+
+Verb ConfigVerb() {
+  return {"config",
+          "print the resolved config (defaults <- file <- --set) as YAML\n",
+          {},
+          {},
+          VerbConfig};
+}
+
+}  // namespace rlvla3

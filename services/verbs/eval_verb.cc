@@ -1,0 +1,99 @@
+// `rl-vla3 eval`: a checkpoint's success rate per task.
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "policies/checkpoint.h"
+#include "policies/trainable_policy.h"
+#include "runtime/logging.h"
+#include "services/runs/sft.h"
+#include "services/verbs/verb.h"
+#include "services/verbs/verbs.h"
+#include "spdlog/spdlog.h"
+
+namespace rlvla3 {
+namespace {
+
+int VerbEval(const VerbArgs& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  const std::string path = f.Get("--checkpoint", "");
+  if (path.empty()) {
+    std::fprintf(stderr, "rl-vla3: eval needs --checkpoint PATH\n");
+    return kExitUsage;
+  }
+  auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
+  if (!episodes) return kExitUsage;
+  int first_init = 0;
+  if (const std::string v = f.Get("--first-init", "0");
+      !absl::SimpleAtoi(v, &first_init) || first_init < 0) {
+    std::fprintf(stderr,
+                 "rl-vla3: eval --first-init expects an integer >= 0, got "
+                 "'%s'\n",
+                 v.c_str());
+    return kExitUsage;
+  }
+  const std::string actions = f.Get("--actions", "greedy");
+  if (actions != "greedy" && actions != "sampled") {
+    std::fprintf(
+        stderr, "rl-vla3: eval --actions must be greedy or sampled, got '%s'\n",
+        actions.c_str());
+    return kExitUsage;
+  }
+  const bool sampled = actions == "sampled";
+  absl::StatusOr<PolicyCheckpoint> ck = LoadPolicyCheckpoint(path);
+  if (!ck.ok()) {
+    spdlog::error("eval: {}", ck.status().ToString());
+    return kExitUsage;
+  }
+  Config cfg = *c;
+  cfg.policy.chunk = ck->policy->chunk();
+  cfg.policy.max_text_len = ck->policy->max_text_len();
+  if (!f.All("--task").empty())
+    cfg.sft.tasks = absl::StrJoin(f.All("--task"), ",");
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(cfg);
+  if (!tasks.ok()) {
+    spdlog::error("eval: {}", tasks.status().ToString());
+    return kExitUsage;
+  }
+  ck->policy->SetTraining(false);
+  Policy& policy = *ck->policy;
+  const auto start = absl::Now();
+  absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
+      policy, ck->tokenizer, cfg, *tasks, *episodes, sampled, first_init);
+  if (!r.ok()) {
+    spdlog::error("eval: {}", r.status().ToString());
+    return kExitFailure;
+  }
+  std::printf("%s", FormatTaskSuccess(*r).c_str());
+  std::printf(
+      "checkpoint %s (policy version %llu), %s actions, %d episodes per task "
+      "from initial states %d..%d, %.0f s\n",
+      path.c_str(), static_cast<unsigned long long>(ck->version),
+      sampled ? "sampled" : "greedy", *episodes, first_init,
+      first_init + *episodes - 1, absl::ToDoubleSeconds(absl::Now() - start));
+  return kExitOk;
+}
+
+}  // namespace
+
+Verb EvalVerb() {
+  return {
+      "eval",
+      "a checkpoint's success rate per task (TinyVLA or TorchScript)\n"
+      "  --checkpoint DIR        checkpoint folder (required)\n"
+      "  --episodes N            episodes per task (default 10)\n"
+      "  --first-init K          first initial state (default 0; training "
+      "uses 0..49)\n"
+      "  --task NAME             a task (repeatable; default sft.tasks)\n"
+      "  --actions greedy|sampled  how tokens are chosen (default greedy)\n",
+      {"--checkpoint", "--episodes", "--task", "--actions", "--first-init"},
+      {},
+      VerbEval};
+}
+
+}  // namespace rlvla3

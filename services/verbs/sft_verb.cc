@@ -1,0 +1,53 @@
+// `rl-vla3 sft`: behaviour cloning of TinyVLA from the scripted experts.
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "runtime/logging.h"
+#include "runtime/metrics_writer.h"
+#include "runtime/text_file.h"
+#include "services/runs/sft.h"
+#include "services/verbs/verb.h"
+#include "services/verbs/verbs.h"
+#include "spdlog/spdlog.h"
+
+namespace rlvla3 {
+namespace {
+
+int VerbSft(const VerbArgs& f) {
+  auto c = LoadOrReport(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  absl::StatusOr<std::string> dir = MakeRunDir(*c);
+  if (!dir.ok()) {
+    spdlog::error("sft: {}", dir.status().ToString());
+    return kExitFailure;
+  }
+  ProgressLine progress(stderr, ProgressLine::ParseMode(c->metrics.progress),
+                        absl::Seconds(c->metrics.interval_s * 10));
+  absl::StatusOr<SftResult> r =
+      RunSft(*c, *dir, [&](const std::string& line) { progress.Update(line); });
+  progress.Finish();
+  if (!r.ok()) {
+    spdlog::error("sft: {}", r.status().ToString());
+    return kExitFailure;
+  }
+  const std::string summary = FormatSftResult(*r);
+  std::printf("%s", summary.c_str());
+  std::ofstream(*dir + "/sft_summary.txt") << summary;
+  return kExitOk;
+}
+
+}  // namespace
+
+Verb SftVerb() {
+  return {"sft",
+          "behaviour cloning of TinyVLA from scripted-expert demonstrations "
+          "(sft.* keys);\nwrites <run.out_dir>/<run.name>/checkpoint\n",
+          {},
+          {},
+          VerbSft};
+}
+
+}  // namespace rlvla3

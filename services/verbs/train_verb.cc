@@ -1,0 +1,76 @@
+// `rl-vla3 train`: RL post-training in one process; the run folder and its
+// report.
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/config_schema.h"
+#include "runtime/logging.h"
+#include "runtime/report_html.h"
+#include "runtime/stop_signal.h"
+#include "runtime/text_file.h"
+#include "services/options/engine_config.h"
+#include "services/runs/engine_run.h"
+#include "services/verbs/verb.h"
+#include "services/verbs/verbs.h"
+#include "spdlog/spdlog.h"
+
+namespace rlvla3 {
+namespace {
+
+int VerbTrain(const VerbArgs& f) {
+  auto c = LoadWithRunFlags(f);
+  if (!c) return kExitUsage;
+  InitLogging(c->run.log_level);
+  if (absl::Status s = CheckRoleDevices(*c, true, true); !s.ok()) {
+    spdlog::error("train: {}", std::string(s.message()));
+    return kExitUsage;
+  }
+  absl::StatusOr<std::string> dir = MakeRunDir(*c);
+  if (!dir.ok()) {
+    spdlog::error("train: {}", dir.status().ToString());
+    return kExitFailure;
+  }
+  InstallStopSignalHandlers();
+  absl::StatusOr<EngineRun> r = RunEngineOnce(*c, *dir, RunOptions{});
+  if (!r.ok()) {
+    spdlog::error("train: {}", r.status().ToString());
+    return IsConfigError(r.status()) ? kExitUsage : kExitFailure;
+  }
+  Report report{absl::StrCat("rl-vla3 train: ", c->run.name, " (", c->run.mode,
+                             ", ", c->rl.algorithm, ")"),
+                RunReportSections({&*r})};
+  const std::string summary = FormatTrainSummary(*r);
+  report.sections.insert(report.sections.begin(),
+                         ReportSection{"Summary", summary, {}, {}, {}});
+  const std::string report_path = *dir + "/report.html";
+  if (absl::Status s = WriteReportHtml(report, report_path); !s.ok()) {
+    spdlog::error("train: {}", s.ToString());
+    return kExitFailure;
+  }
+  std::printf("%sreport: %s\n", summary.c_str(), report_path.c_str());
+  std::ofstream(*dir + "/summary.txt") << summary;
+  return kExitOk;
+}
+
+}  // namespace
+
+Verb TrainVerb() {
+  return {
+      "train",
+      "RL post-training: rollout worker, inference server and learner "
+      "(rl.* keys);\nwrites metrics, checkpoints and report.html to the run "
+      "folder\n"
+      "  --mode sync|async       run.mode (default async)\n"
+      "  --init-checkpoint DIR   start from this checkpoint "
+      "(rl.init_checkpoint)\n"
+      "  a TorchScript policy: --set policy.kind=torchscript --set "
+      "policy.path=M.pt\n",
+      {"--mode", "--init-checkpoint"},
+      {},
+      VerbTrain};
+}
+
+}  // namespace rlvla3
