@@ -79,14 +79,9 @@ void Fill(RolloutSegment* s, uint64_t version, std::mt19937* rng) {
 // "RESULT step_s samples_per_s".
 int RunRank(const Flags& f) {
   torch::set_num_threads(1);
-  absl::StatusOr<ProcessGroupOptions> o =
-      ProcessGroupOptionsFromEnvironment("gloo", absl::Seconds(120));
-  if (!o.ok()) {
-    std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
-    return 1;
-  }
   absl::StatusOr<std::unique_ptr<GradientReducer>> reducer =
-      ConnectProcessGroup(*o);
+      JoinProcessGroupFromEnvironment("gloo", absl::Seconds(120),
+                                      /*alone_is_local=*/false);
   if (!reducer.ok()) {
     std::fprintf(stderr, "%s\n", reducer.status().ToString().c_str());
     return 1;
@@ -107,7 +102,7 @@ int RunRank(const Flags& f) {
   std::vector<std::unique_ptr<RolloutSegment>> segs;
   for (int i = 0; i < per_step; ++i)
     segs.push_back(std::make_unique<RolloutSegment>(Shape(to)));
-  std::mt19937 rng(static_cast<uint32_t>(o->rank));
+  std::mt19937 rng(static_cast<uint32_t>((*reducer)->rank()));
   std::chrono::steady_clock::time_point t0;
   for (int step = 0; step <= f.steps; ++step) {
     if (step == 1) t0 = std::chrono::steady_clock::now();  // after warm-up
@@ -129,8 +124,9 @@ int RunRank(const Flags& f) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count() /
       f.steps;
-  if (o->rank == 0) {
-    std::printf("RESULT %.6f %.3f\n", s, f.per_rank_batch * o->world_size / s);
+  if ((*reducer)->rank() == 0) {
+    std::printf("RESULT %.6f %.3f\n", s,
+                f.per_rank_batch * (*reducer)->world_size() / s);
   }
   return 0;
 }

@@ -67,8 +67,8 @@ InferenceServer::InferenceServer(const InferenceServerOptions& options,
   stage_ = &r.stage("stage_inference");
 }
 
-// The supervisor's destructor stops and joins the actors if Wait was not
-// called.
+// threads_ (the last member) stops and joins the actors first if Wait was
+// not called.
 InferenceServer::~InferenceServer() = default;
 
 void InferenceServer::Start(std::function<void()> on_stop) {

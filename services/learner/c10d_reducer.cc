@@ -342,4 +342,16 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> ConnectProcessGroup(
   return ConnectGloo(o, *std::move(store));
 }
 
+absl::StatusOr<std::unique_ptr<GradientReducer>>
+JoinProcessGroupFromEnvironment(
+    const std::string& backend, absl::Duration timeout, bool alone_is_local,
+    const std::function<void(const ProcessGroupOptions&)>& before_join) {
+  absl::StatusOr<ProcessGroupOptions> o =
+      ProcessGroupOptionsFromEnvironment(backend, timeout);
+  if (!o.ok()) return o.status();
+  if (alone_is_local && o->world_size == 1) return MakeLocalReducer();
+  if (before_join) before_join(*o);
+  return ConnectProcessGroup(*o);
+}
+
 }  // namespace rlvla3

@@ -21,6 +21,7 @@
 #define RLVLA3_SERVICES_LEARNER_C10D_REDUCER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -52,6 +53,15 @@ absl::StatusOr<ProcessGroupOptions> ProcessGroupOptionsFromEnvironment(
 // Joins the group (blocks until all world_size ranks have, or timeout).
 absl::StatusOr<std::unique_ptr<GradientReducer>> ConnectProcessGroup(
     const ProcessGroupOptions& options);
+
+// The start-up every rank process shares: the options from torchrun's
+// variables, then the group joined. `alone_is_local`: a world of one gets the
+// local reducer (no store, no collectives). `before_join` sees the options
+// before the (blocking) join, e.g. to log where the rank rendezvouses.
+absl::StatusOr<std::unique_ptr<GradientReducer>>
+JoinProcessGroupFromEnvironment(
+    const std::string& backend, absl::Duration timeout, bool alone_is_local,
+    const std::function<void(const ProcessGroupOptions&)>& before_join = {});
 
 }  // namespace rlvla3
 

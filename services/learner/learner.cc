@@ -110,28 +110,15 @@ Learner::Learner(std::shared_ptr<TrainablePolicy> policy,
   if (publishes_) weights_->Publish(core_->MakeSnapshot(), version);
 }
 
-// The supervisor's destructor stops and joins the thread if Wait was not
-// called.
+// threads_ (the last member) stops and joins the thread first if Wait was
+// not called.
 Learner::~Learner() = default;
 
 void Learner::Start(std::function<void()> on_stop, StepHook on_step) {
   on_step_ = std::move(on_step);
-  supervisor_ = std::make_unique<Supervisor>(std::move(on_stop));
-  supervisor_->Spawn("learner", [this] {
+  threads_.Start(std::move(on_stop)).Spawn("learner", [this] {
     return TorchBoundary("learner", [this] { return Loop(); });
   });
-}
-
-void Learner::Stop() {
-  if (supervisor_) supervisor_->RequestStop();
-}
-
-bool Learner::stopping() const {
-  return supervisor_ && supervisor_->stopping();
-}
-
-absl::Status Learner::Wait() {
-  return supervisor_ ? supervisor_->Wait() : absl::OkStatus();
 }
 
 uint64_t Learner::version() const { return version_.load(); }

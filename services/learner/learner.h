@@ -32,9 +32,9 @@
 #include "policies/text_tokenizer.h"
 #include "policies/trainable_policy.h"
 #include "runtime/metrics.h"
+#include "runtime/role_threads.h"
 #include "runtime/segment_channel.h"
 #include "runtime/stage_timeline.h"
-#include "runtime/supervisor.h"
 #include "runtime/weight_channel.h"
 #include "services/learner/learner_core.h"
 
@@ -77,9 +77,9 @@ class Learner {
   // optimizer step (or skipped step), on the learner thread, before the new
   // weights are published.
   void Start(std::function<void()> on_stop, StepHook on_step);
-  void Stop();
-  bool stopping() const;
-  absl::Status Wait();
+  void Stop() { threads_.Stop(); }
+  bool stopping() const { return threads_.stopping(); }
+  absl::Status Wait() { return threads_.Wait(); }
   // True once rl.max_steps optimizer steps were taken.
   bool done() const { return done_.load(std::memory_order_relaxed); }
 
@@ -105,7 +105,6 @@ class Learner {
   StageTimeline* timeline_;
   StepHook on_step_;
   bool publishes_ = true;  // rank 0 (or alone)
-  std::unique_ptr<Supervisor> supervisor_;
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> version_{0};
   mutable std::mutex mu_;
@@ -114,6 +113,7 @@ class Learner {
 
   struct Metrics;
   std::unique_ptr<Metrics> m_;
+  RoleThreads threads_;  // last: stops and joins the thread first
 };
 
 }  // namespace rlvla3

@@ -11,6 +11,13 @@
 // a gradient is NaN/Inf (logged and counted: the weights stay untouched).
 // Leftover samples carry over to the next global batch.
 //
+// Its implementation, by concern: learner_core.cc (construction and the
+// update: micro-batch loss, Step), learner_intake.cc (segments in, advantages,
+// GRPO groups, micro-batch staging), learner_optimizer.cc (gradients, the
+// ZeRO-1 AdamW, data-parallel agreement, training-state checkpoints),
+// ppo_epochs.cc (the multi-pass update) and kl_adaptive_lr.h (the weights'
+// KL-adaptive learning rate).
+//
 // Example:
 //   LearnerCore learner(policy, text, text_len, options, /*version=*/0);
 //   learner.Add({segment});
@@ -36,6 +43,7 @@
 #include "policies/trainable_policy.h"
 #include "runtime/rollout_segment.h"
 #include "services/learner/gradient_reducer.h"
+#include "services/learner/kl_adaptive_lr.h"
 #include "services/learner/ppo_loss.h"
 
 namespace torch::optim {
@@ -224,39 +232,34 @@ class LearnerCore {
     PolicyInput in;
     at::Tensor tokens, mask, behav, adv, ret, weight;
   };
-  MicroBatch Prepare(const std::vector<SampleRef>& batch);
+  // The multi-pass update's constants (ppo_epochs.cc): minibatches per
+  // epoch (the same on every rank), the global batch's advantage moments and
+  // every collected sample's proximal log-prob, in batch_ order.
+  struct EpochPlan {
+    int minibatches = 1;
+    double adv_mean = 0, adv_std = 1;
+    at::Tensor prox;
+  };
+
+  // learner_core.cc: the update.
+  // The policy's Evaluate under the configured precision; fp32 results.
+  EvalResult Evaluate(const PolicyInput& in, const at::Tensor& tokens);
   PpoLossTerms Loss(const MicroBatch& mb, const EvalResult& e,
                     const at::Tensor& prox, const at::Tensor& adv);
-  void RecordLags(const std::vector<SampleRef>& batch);
   bool multi_pass() const {
     return options_.ppo_epochs > 1 || options_.minibatches > 1;
   }
-  // Multi-pass: the proximal log-probs of a micro-batch (no grad), kept for
-  // the update (defined in ppo_epochs.cc, with StepEpochs).
-  void RecordProximal(const std::vector<SampleRef>& batch);
-  LearnerStepStats StepEpochs();
-  // The gradient's global norm, as a tensor (no host read); with
-  // max_grad_norm the gradients are scaled to at most that norm. Data-
-  // parallel: the gradients are first averaged over the ranks.
-  at::Tensor ClipGradients();
-  // Whether to skip this step: `local_bad` on this rank or on any other (a
-  // failed collective skips it too).
-  bool SkipOnAnyRank(bool local_bad);
-  // The optimizer's step on the parameters this rank owns, then (data-
-  // parallel) every rank gathers the others' updated parameters.
-  void StepOptimizer();
-  void ZeroGradients();
-  // loss.backward(); the step's last one (data-parallel) hands each final
-  // gradient to the reducer as autograd produces it (overlap).
-  void Backward(const at::Tensor& loss, bool last_of_step);
   bool distributed() const {
     return reducer_ != nullptr && reducer_->world_size() > 1;
   }
   // After an update that changed the weights: the version advances, and with
   // target_kl the step's KL is measured and the learning rate adapted.
   void FinishUpdate(LearnerStepStats* st);
-  // Forgets the KL probe of this update.
-  void ClearKlProbe();
+  // KL(before || after) of the step just taken, per decision of the KL
+  // probe (the last micro-batch).
+  double MeasureStepKl();
+
+  // learner_intake.cc: segments in, samples staged.
   TrainSegment* Track(RolloutSegment* s);
   // All of `t`'s samples are trained (or dropped): its rollout goes back.
   void Consume(TrainSegment* t);
@@ -268,12 +271,48 @@ class LearnerCore {
   void ExpireWaitingGroups();
   // The samples' inputs (and taken tokens) on the learner's device.
   PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
-  // The policy's Evaluate under the configured precision; fp32 results.
-  EvalResult Evaluate(const PolicyInput& in, const at::Tensor& tokens);
-  // KL(before || after) of the step just taken, per decision of the last
-  // micro-batch, and the learning-rate adaptation it drives.
-  double MeasureStepKl();
-  void AdaptLearningRate(double step_kl);
+  MicroBatch Prepare(const std::vector<SampleRef>& batch);
+  void RecordLags(const std::vector<SampleRef>& batch);
+
+  // learner_optimizer.cc: gradients, the optimizer and its saved state.
+  // The AdamW over this rank's ZeRO-1 shard of the three parameter groups.
+  void BuildOptimizer();
+  // loss.backward(); the step's last one (data-parallel) hands each final
+  // gradient to the reducer as autograd produces it (overlap).
+  void Backward(const at::Tensor& loss, bool last_of_step);
+  // The gradient's global norm, as a tensor (no host read); with
+  // max_grad_norm the gradients are scaled to at most that norm. Data-
+  // parallel: the gradients are first averaged over the ranks.
+  at::Tensor ClipGradients();
+  // Whether to skip this step: `local_bad` on this rank or on any other (a
+  // failed collective skips it too).
+  bool SkipOnAnyRank(bool local_bad);
+  // The optimizer's step on the parameters this rank owns, then (data-
+  // parallel) every rank gathers the others' updated parameters.
+  void StepOptimizer();
+  void ZeroGradients();
+  // The weights' learning rate (parameter group 0).
+  void SetWeightsLr(double lr);
+
+  // ppo_epochs.cc: the multi-pass update.
+  // The proximal log-probs of a micro-batch (no grad), kept for the update.
+  void RecordProximal(const std::vector<SampleRef>& batch);
+  LearnerStepStats StepEpochs();
+  EpochPlan PlanEpochs(int64_t n);
+  // The advantage moments over the whole global batch (every rank's).
+  void GlobalAdvantageMoments(int64_t n, EpochPlan* plan);
+  // The epochs' minibatch steps; false once a non-finite step aborts them.
+  bool TrainEpochs(const EpochPlan& plan, std::vector<LossSums>* epoch_sums,
+                   LearnerStepStats* st);
+  // Forward/backward over the shuffled samples order[lo, hi): one minibatch;
+  // returns its summed loss (a tensor, no host read).
+  at::Tensor TrainMinibatch(const EpochPlan& plan,
+                            const std::vector<int64_t>& order, int64_t lo,
+                            int64_t hi, LossSums* sums);
+  static void SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
+                              int64_t n, int minibatches, LearnerStepStats* st);
+  // Skip or finish the update, then hand back its samples' segments.
+  void EndEpochs(bool completed, LearnerStepStats* st);
 
   std::shared_ptr<TrainablePolicy> policy_;
   std::vector<at::Tensor> params_;      // every trainable parameter
@@ -297,10 +336,9 @@ class LearnerCore {
   int64_t dropped_samples_ = 0, skipped_steps_ = 0, expired_episodes_ = 0;
   double loss_scale_ = 1.0;
   int64_t steps_taken_ = 0;  // optimizer steps in this learner's life
-  double lr_;                // the weights' current learning rate
-  // The last micro-batch, to measure the step's KL (target_kl > 0 only).
-  PolicyInput kl_in_;
-  at::Tensor kl_tokens_, kl_mask_, kl_log_probs_;
+  // The weights' current learning rate, and the last micro-batch to measure
+  // the step's KL with (target_kl > 0 only).
+  KlAdaptiveLr rate_;
   LossSums sums_;  // single pass: this global batch so far
   double lag_sum_ = 0, lag_min_ = 0, lag_max_ = 0;
   int64_t ready_unit_count_ = 0;

@@ -2,7 +2,11 @@
 // ::minibatches): samples are collected with their proximal log-probs as
 // they arrive (RecordProximal); once the global batch is complete, StepEpochs
 // trains it for E epochs of M shuffled minibatches, one optimizer step per
-// minibatch, and the policy version advances once.
+// minibatch, and the policy version advances once. Its phases: PlanEpochs
+// (the minibatch count the ranks agree on, the global batch's advantage
+// moments), TrainEpochs / TrainMinibatch (the steps; a non-finite one ends
+// the update), SummarizeEpochs (one host read of every epoch's statistics)
+// and EndEpochs (skip or finish the update, hand the segments back).
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -31,162 +35,192 @@ LearnerStepStats LearnerCore::StepEpochs() {
   st.lag_min = lag_min_;
   st.lag_max = lag_max_;
   st.lag_mean = n > 0 ? lag_sum_ / static_cast<double>(n) : 0;
-  const int epochs = options_.ppo_epochs;
-  int minibatches =
+  const EpochPlan plan = PlanEpochs(n);
+  std::vector<LossSums> epoch_sums;  // read once, at the end
+  const bool completed = TrainEpochs(plan, &epoch_sums, &st);
+  ZeroGradients();
+  SummarizeEpochs(epoch_sums, n, plan.minibatches, &st);
+  EndEpochs(completed, &st);
+  return st;
+}
+
+LearnerCore::EpochPlan LearnerCore::PlanEpochs(int64_t n) {
+  EpochPlan plan;
+  plan.minibatches =
       static_cast<int>(std::min<int64_t>(options_.minibatches, n));
   if (distributed() && group_error_.ok()) {
     // Every rank must take as many optimizer steps (GRPO shares differ in
     // samples): one minibatch on every rank when any has too few samples.
     absl::StatusOr<bool> few = reducer_->AnyOf(n < options_.minibatches);
     if (!few.ok()) group_error_ = few.status();
-    minibatches = few.ok() && !*few ? options_.minibatches : 1;
+    plan.minibatches = few.ok() && !*few ? options_.minibatches : 1;
   }
   // PPO advantages normalised over the whole global batch: the same numbers
   // whatever order and grouping the samples arrived in.
-  double adv_mean = 0, adv_std = 1;
   // (Every rank takes part in the moments' all-reduce, whatever its n.)
   if (options_.algorithm != "grpo" && options_.normalize_advantages &&
       (n > 0 || distributed())) {
-    double sum = 0, sq = 0;
-    for (const SampleRef& r : batch_) {
-      const double a = r.seg->advantages[r.t];
-      sum += a;
-      sq += a * a;
-    }
-    double count = static_cast<double>(n);
-    if (distributed() && group_error_.ok()) {
-      // Data-parallel: the moments of the whole global batch, every rank's
-      // samples (the means of the ranks' sums keep their ratios).
-      at::Tensor m = torch::tensor({sum, sq, count}, torch::kDouble)
-                         .to(params_[0].device());
-      std::vector<at::Tensor> one = {m};
-      if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
-          !s.ok()) {
-        group_error_ = s;
-      }
-      const at::Tensor host = m.cpu();
-      sum = host[0].item<double>();
-      sq = host[1].item<double>();
-      count = host[2].item<double>();
-    }
-    if (count > 0) {
-      adv_mean = sum / count;
-      adv_std = std::sqrt(std::max(0.0, sq / count - adv_mean * adv_mean));
-    }
+    GlobalAdvantageMoments(n, &plan);
   }
-  const at::Tensor prox_all = torch::cat(batch_prox_);
+  plan.prox = torch::cat(batch_prox_);
+  return plan;
+}
 
-  std::vector<LossSums> epoch_sums;  // read once, at the end
-  std::vector<int64_t> order(static_cast<size_t>(n)), idx;
+void LearnerCore::GlobalAdvantageMoments(int64_t n, EpochPlan* plan) {
+  double sum = 0, sq = 0;
+  for (const SampleRef& r : batch_) {
+    const double a = r.seg->advantages[r.t];
+    sum += a;
+    sq += a * a;
+  }
+  double count = static_cast<double>(n);
+  if (distributed() && group_error_.ok()) {
+    // Data-parallel: the moments of the whole global batch, every rank's
+    // samples (the means of the ranks' sums keep their ratios).
+    at::Tensor m =
+        torch::tensor({sum, sq, count}, torch::kDouble).to(params_[0].device());
+    std::vector<at::Tensor> one = {m};
+    if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
+        !s.ok()) {
+      group_error_ = s;
+    }
+    const at::Tensor host = m.cpu();
+    sum = host[0].item<double>();
+    sq = host[1].item<double>();
+    count = host[2].item<double>();
+  }
+  if (count > 0) {
+    plan->adv_mean = sum / count;
+    plan->adv_std =
+        std::sqrt(std::max(0.0, sq / count - plan->adv_mean * plan->adv_mean));
+  }
+}
+
+bool LearnerCore::TrainEpochs(const EpochPlan& plan,
+                              std::vector<LossSums>* epoch_sums,
+                              LearnerStepStats* st) {
+  const int64_t n = static_cast<int64_t>(batch_.size());
+  const int minibatches = plan.minibatches;
+  std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::vector<SampleRef> refs;
-  idx.reserve(static_cast<size_t>(options_.micro_batch));
-  refs.reserve(static_cast<size_t>(options_.micro_batch));
-  bool aborted = false;
-  double last_norm = 0;
-  for (int epoch = 0; epoch < epochs && !aborted; ++epoch) {
+  for (int epoch = 0; epoch < options_.ppo_epochs; ++epoch) {
     std::shuffle(order.begin(), order.end(), shuffle_rng_);
-    LossSums& sums = epoch_sums.emplace_back();
-    for (int m = 0; m < minibatches && !aborted; ++m) {
+    LossSums& sums = epoch_sums->emplace_back();
+    for (int m = 0; m < minibatches; ++m) {
       const int64_t lo = n * m / minibatches, hi = n * (m + 1) / minibatches;
-      at::Tensor mb_loss =
-          torch::zeros({}, torch::TensorOptions().device(options_.device));
-      for (int64_t i = lo; i < hi; i += options_.micro_batch) {
-        const int64_t j = std::min<int64_t>(hi, i + options_.micro_batch);
-        idx.assign(order.begin() + i, order.begin() + j);
-        refs.clear();
-        for (int64_t k : idx) refs.push_back(batch_[static_cast<size_t>(k)]);
-        MicroBatch mb = Prepare(refs);
-        // A sample's weight is 1 / global batch: scaled so that each
-        // minibatch's gradient is a mean over that minibatch.
-        mb.weight = mb.weight * static_cast<float>(minibatches);
-        at::Tensor adv = mb.adv;
-        if (options_.algorithm != "grpo" && options_.normalize_advantages)
-          adv = (adv - adv_mean) / (adv_std + 1e-8);
-        const at::Tensor prox = prox_all.index_select(
-            0, torch::tensor(idx, torch::TensorOptions()
-                                      .dtype(torch::kLong)
-                                      .device(prox_all.device())));
-        EvalResult e = Evaluate(mb.in, mb.tokens);
-        PpoLossTerms terms = Loss(mb, e, prox, adv);
-        const at::Tensor loss = terms.loss * loss_scale_;
-        Backward(loss, /*last_of_step=*/j == hi);
-        mb_loss = mb_loss + loss.detach();
-        sums.Add(terms, loss.detach());
-      }
+      const at::Tensor mb_loss = TrainMinibatch(plan, order, lo, hi, &sums);
       // One host read per minibatch step: its loss and gradient norm decide
       // whether the step is taken.
       const at::Tensor check =
           torch::stack({mb_loss.to(torch::kDouble), ClipGradients()})
               .to(torch::kCPU);
       const double loss_value = check[0].item<double>();
-      last_norm = check[1].item<double>();
+      st->grad_norm = check[1].item<double>();
       if (SkipOnAnyRank(!std::isfinite(loss_value) ||
-                        !std::isfinite(last_norm))) {
-        aborted = true;
-        break;
+                        !std::isfinite(st->grad_norm))) {
+        return false;
       }
       StepOptimizer();
       ZeroGradients();
-      ++st.optimizer_steps;
+      ++st->optimizer_steps;
     }
   }
-  ZeroGradients();
-  st.grad_norm = last_norm;
-  const size_t trained_epochs = epoch_sums.size();
-  if (n > 0 && trained_epochs > 0) {
-    std::vector<at::Tensor> packed;
-    for (const LossSums& s : epoch_sums) {
-      if (!s.empty()) packed.push_back(s.Pack());
-    }
-    const at::Tensor all =
-        torch::stack(packed).to(torch::kCPU).contiguous();  // [epochs, fields]
-    const double* v = all.data_ptr<double>();
-    const double per_epoch = static_cast<double>(n);
-    const double trained = per_epoch * static_cast<double>(packed.size());
-    const double passes =
-        static_cast<double>(minibatches) * static_cast<double>(packed.size());
-    double total[LossSums::kFields] = {};
-    st.is_weight_min = st.ratio_min = std::numeric_limits<double>::infinity();
-    st.is_weight_max = st.ratio_max = -std::numeric_limits<double>::infinity();
-    for (size_t k = 0; k < packed.size(); ++k) {
-      const double* e = v + k * LossSums::kFields;
-      for (int f = 0; f < LossSums::kFields; ++f) total[f] += e[f];
-      st.is_weight_min = std::min(st.is_weight_min, e[LossSums::kIsMin]);
-      st.is_weight_max = std::max(st.is_weight_max, e[LossSums::kIsMax]);
-      st.ratio_min = std::min(st.ratio_min, e[LossSums::kRatioMin]);
-      st.ratio_max = std::max(st.ratio_max, e[LossSums::kRatioMax]);
-      st.epoch_clip_fraction.push_back(e[LossSums::kClipped] / per_epoch);
-      st.epoch_approx_kl.push_back(e[LossSums::kProxKl] / per_epoch);
-    }
-    st.loss = total[LossSums::kLoss] / passes;
-    st.policy_loss = total[LossSums::kPolicy] / passes;
-    st.value_loss = total[LossSums::kValue] / passes;
-    st.entropy = total[LossSums::kEntropy] / passes;
-    st.is_weight_mean = total[LossSums::kIsSum] / trained;
-    st.ratio_mean = total[LossSums::kRatioSum] / trained;
-    st.clip_fraction = total[LossSums::kClipped] / trained;
-    st.approx_kl = total[LossSums::kProxKl] / trained;
+  return true;
+}
+
+at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
+                                       const std::vector<int64_t>& order,
+                                       int64_t lo, int64_t hi, LossSums* sums) {
+  at::Tensor mb_loss =
+      torch::zeros({}, torch::TensorOptions().device(options_.device));
+  std::vector<int64_t> idx;
+  std::vector<SampleRef> refs;
+  idx.reserve(static_cast<size_t>(options_.micro_batch));
+  refs.reserve(static_cast<size_t>(options_.micro_batch));
+  for (int64_t i = lo; i < hi; i += options_.micro_batch) {
+    const int64_t j = std::min<int64_t>(hi, i + options_.micro_batch);
+    idx.assign(order.begin() + i, order.begin() + j);
+    refs.clear();
+    for (int64_t k : idx) refs.push_back(batch_[static_cast<size_t>(k)]);
+    MicroBatch mb = Prepare(refs);
+    // A sample's weight is 1 / global batch: scaled so that each
+    // minibatch's gradient is a mean over that minibatch.
+    mb.weight = mb.weight * static_cast<float>(plan.minibatches);
+    at::Tensor adv = mb.adv;
+    if (options_.algorithm != "grpo" && options_.normalize_advantages)
+      adv = (adv - plan.adv_mean) / (plan.adv_std + 1e-8);
+    const at::Tensor prox = plan.prox.index_select(
+        0, torch::tensor(idx, torch::TensorOptions()
+                                  .dtype(torch::kLong)
+                                  .device(plan.prox.device())));
+    EvalResult e = Evaluate(mb.in, mb.tokens);
+    PpoLossTerms terms = Loss(mb, e, prox, adv);
+    const at::Tensor loss = terms.loss * loss_scale_;
+    Backward(loss, /*last_of_step=*/j == hi);
+    mb_loss = mb_loss + loss.detach();
+    sums->Add(terms, loss.detach());
   }
-  if (aborted && st.optimizer_steps == 0) {
+  return mb_loss;
+}
+
+void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
+                                  int64_t n, int minibatches,
+                                  LearnerStepStats* st) {
+  if (n <= 0 || epoch_sums.empty()) return;
+  std::vector<at::Tensor> packed;
+  for (const LossSums& s : epoch_sums) {
+    if (!s.empty()) packed.push_back(s.Pack());
+  }
+  const at::Tensor all =
+      torch::stack(packed).to(torch::kCPU).contiguous();  // [epochs, fields]
+  const double* v = all.data_ptr<double>();
+  const double per_epoch = static_cast<double>(n);
+  const double trained = per_epoch * static_cast<double>(packed.size());
+  const double passes =
+      static_cast<double>(minibatches) * static_cast<double>(packed.size());
+  double total[LossSums::kFields] = {};
+  st->is_weight_min = st->ratio_min = std::numeric_limits<double>::infinity();
+  st->is_weight_max = st->ratio_max = -std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < packed.size(); ++k) {
+    const double* e = v + k * LossSums::kFields;
+    for (int f = 0; f < LossSums::kFields; ++f) total[f] += e[f];
+    st->is_weight_min = std::min(st->is_weight_min, e[LossSums::kIsMin]);
+    st->is_weight_max = std::max(st->is_weight_max, e[LossSums::kIsMax]);
+    st->ratio_min = std::min(st->ratio_min, e[LossSums::kRatioMin]);
+    st->ratio_max = std::max(st->ratio_max, e[LossSums::kRatioMax]);
+    st->epoch_clip_fraction.push_back(e[LossSums::kClipped] / per_epoch);
+    st->epoch_approx_kl.push_back(e[LossSums::kProxKl] / per_epoch);
+  }
+  st->loss = total[LossSums::kLoss] / passes;
+  st->policy_loss = total[LossSums::kPolicy] / passes;
+  st->value_loss = total[LossSums::kValue] / passes;
+  st->entropy = total[LossSums::kEntropy] / passes;
+  st->is_weight_mean = total[LossSums::kIsSum] / trained;
+  st->ratio_mean = total[LossSums::kRatioSum] / trained;
+  st->clip_fraction = total[LossSums::kClipped] / trained;
+  st->approx_kl = total[LossSums::kProxKl] / trained;
+}
+
+void LearnerCore::EndEpochs(bool completed, LearnerStepStats* st) {
+  if (!completed && st->optimizer_steps == 0) {
     ++skipped_steps_;
-    st.skipped = true;
+    st->skipped = true;
     spdlog::warn(
         "learner: non-finite loss or gradient norm ({}) at version {}; "
         "update skipped, weights unchanged ({} skipped so far)",
-        last_norm, version_, skipped_steps_);
+        st->grad_norm, version_, skipped_steps_);
   } else {
-    if (aborted) {
+    if (!completed) {
       spdlog::warn(
           "learner: non-finite loss or gradient norm after {} minibatch "
           "steps at version {}; the rest of this update is skipped",
-          st.optimizer_steps, version_);
+          st->optimizer_steps, version_);
     }
-    FinishUpdate(&st);
+    FinishUpdate(st);
   }
-  st.lr = lr_;
-  st.version = version_;
-  ClearKlProbe();
+  st->lr = rate_.lr();
+  st->version = version_;
+  rate_.ClearProbe();
   for (const SampleRef& r : batch_) {
     if (--r.seg->unconsumed == 0) Consume(r.seg);
   }
@@ -195,7 +229,6 @@ LearnerStepStats LearnerCore::StepEpochs() {
   units_trained_ = 0;
   samples_trained_ = 0;
   lag_sum_ = 0;
-  return st;
 }
 
 }  // namespace rlvla3

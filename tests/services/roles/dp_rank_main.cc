@@ -145,19 +145,14 @@ int WriteParameters(const TinyVLA& net, const std::string& out, int rank) {
 int Run(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
   torch::set_num_threads(1);
-  absl::StatusOr<ProcessGroupOptions> o =
-      ProcessGroupOptionsFromEnvironment("gloo", absl::Seconds(10));
-  if (!o.ok()) {
-    std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
-    return 2;
-  }
   absl::StatusOr<std::unique_ptr<GradientReducer>> reducer =
-      ConnectProcessGroup(*o);
+      JoinProcessGroupFromEnvironment("gloo", absl::Seconds(10),
+                                      /*alone_is_local=*/false);
   if (!reducer.ok()) {
     std::fprintf(stderr, "%s\n", reducer.status().ToString().c_str());
     return 1;
   }
-  const int rank = o->rank, world = o->world_size;
+  const int rank = (*reducer)->rank(), world = (*reducer)->world_size();
   // Rank-dependent start: SyncParameters must make them equal.
   torch::manual_seed(static_cast<uint64_t>(rank));
   auto net = TinyVLA(testutil::SmallNet());
