@@ -17,8 +17,9 @@
 // 2 a bad CLUSTER.yaml, run config or flag.
 //
 // Example:
-//   if (IsKubeInvocation(args)) return RunKubeCli(args);  // services/verbs/cli.cc
-//   return RunKubeUp("deploy/cluster.yaml", {.dry_run = true});
+//   if (IsKubeInvocation(args)) return RunKubeCli(args);  //
+//   services/verbs/cli.cc return RunKubeUp("deploy/cluster.yaml", {.dry_run =
+//   true});
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_KUBE_KUBE_VERBS_H_
 #define RLVLA3_SERVICES_KUBE_KUBE_VERBS_H_
