@@ -1,0 +1,141 @@
+// `rl-vla3 serve learner`: one learner rank as its gRPC service (segments in,
+// weights out, the roster), in the data-parallel group when there are ranks.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/config_schema.h"
+#include "runtime/rate_meter.h"
+#include "runtime/stop_signal.h"
+#include "runtime/weight_channel.h"
+#include "services/learner/c10d_reducer.h"
+#include "services/learner/gradient_reducer.h"
+#include "services/learner/learner.h"
+#include "services/net/learner_service.h"
+#include "services/options/engine_config.h"
+#include "services/options/run_settings.h"
+#include "services/runs/serve_role.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr int kExitOk = 0;
+using Clock = std::chrono::steady_clock;
+
+// The roles silent past the timeout, for a progress line ("" if none).
+std::string SilentRoles(const RosterService& roster) {
+  std::string out;
+  const v1::RoleRoster now = roster.Snapshot();
+  for (const v1::RosterEntry& e : now.roles()) {
+    if (!e.silent()) continue;
+    absl::StrAppend(&out, out.empty() ? "" : ", ", e.status().role(), " ",
+                    e.address(), " (", static_cast<int>(e.silent_s()), " s)");
+  }
+  return out;
+}
+
+// This process's place in the data-parallel learner (WORLD_SIZE ranks, as
+// torchrun's variables say; alone without them): the group, joined.
+absl::StatusOr<std::unique_ptr<GradientReducer>> JoinLearnerGroup(
+    const Config& c) {
+  return JoinProcessGroupFromEnvironment(
+      c.cluster.learner_backend, absl::Seconds(c.cluster.collective_timeout_s),
+      /*alone_is_local=*/true, [](const ProcessGroupOptions& o) {
+        spdlog::info("learner: rank {} of {} joining the group at {}:{} ({})",
+                     o.rank, o.world_size, o.master_addr, o.master_port,
+                     o.backend);
+      });
+}
+
+}  // namespace
+
+int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
+  if (absl::Status st = CheckRoleDevices(c, false, true); !st.ok())
+    return Fail("learner", st);
+  absl::StatusOr<std::unique_ptr<GradientReducer>> group = JoinLearnerGroup(c);
+  if (!group.ok()) return Fail("learner", group.status());
+  absl::StatusOr<LearnerRoleOptions> role =
+      LearnerProcessOptions(s, group->get());
+  if (!role.ok()) return Fail("learner", role.status());
+  const LearnerRoleOptions& lo = *role;
+  MetricsRegistry metrics;
+  StageTimeline timeline(false);
+  LocalWeightChannel<Policy> weights;
+  LearnerServiceOptions so;
+  so.shape = s.options.segment_shape;
+  so.segment_count = s.options.segment_count * s.workers;
+  const RunLayout layout{s.workers, s.route_block, (*group)->world_size()};
+  so.limits = SegmentLimitsOf(s.options, layout);
+  so.version_slack = (*group)->rank() > 0 ? 1 : 0;
+  LearnerService service(so, s.net, &weights, &metrics);
+  Learner learner(s.parts.policy, lo, s.parts.version, &service, &weights,
+                  &metrics, &timeline);
+  service.SetVersionSource([&learner] { return learner.version(); });
+  v1::RunSettings settings;
+  FillRunSettings(s.options, layout, &settings);
+  service.SetRunSettings(settings);
+  Counter& trained = metrics.counter("trained_samples");
+  Counter& steps = metrics.counter("optimizer_steps");
+  Counter& expired = metrics.counter("expired_episodes");
+  Counter& dropped = metrics.counter("dropped_samples");
+  RateMeter rate;
+  service.SetStatusSource([&](v1::RoleStatus* st) {
+    st->set_trained_samples(trained.value());
+    st->set_dropped_samples(dropped.value());
+    st->set_discarded_segments(expired.value());
+    st->set_optimizer_steps(steps.value());
+    st->set_trained_samples_per_s(rate.per_s());
+  });
+  RosterService roster(s.net, absl::Seconds(c.cluster.role_timeout_s));
+  absl::StatusOr<std::unique_ptr<RoleServer>> server =
+      RoleServer::Start(f.listen, s.net, {service.service(), &roster});
+  if (!server.ok()) return Fail("learner", server.status());
+  learner.Start([&service] { service.Close(); },
+                [](const LearnerStepStats&) {});
+  Announce("learner", f.listen, (*server)->port());
+  spdlog::info(
+      "learner: rank {} of {}: {} of the global batch from {} "
+      "rollout worker(s)",
+      (*group)->rank(), (*group)->world_size(), lo.core.global_units,
+      s.workers);
+  RunUntil(
+      f.duration_s, c.metrics.interval_s,
+      [&] { return learner.stopping() || learner.done(); },
+      [&] {
+        rate.Tick(trained.value());
+        spdlog::info(
+            "learner: version {}, {} steps, {} samples ({:.0f}/s), "
+            "{} segments waiting, {} roles reporting",
+            learner.version(), steps.value(), trained.value(), rate.per_s(),
+            service.depth(), roster.Snapshot().roles_size());
+        if (const std::string quiet = SilentRoles(roster); !quiet.empty()) {
+          spdlog::warn("learner: silent past cluster.role_timeout_s: {}",
+                       quiet);
+        }
+      });
+  (*server)->Shutdown(absl::Seconds(1));
+  service.Close();
+  learner.Stop();
+  const absl::Status st = learner.Wait();
+  if (!st.ok() && StopSignalled() && (*group)->world_size() > 1) {
+    // Asked to stop: a peer that stopped first ends this rank's collective.
+    spdlog::info("learner: rank {} stopped with its group ({})",
+                 (*group)->rank(), std::string(st.message()));
+  } else if (!st.ok()) {
+    return Fail("learner", st);
+  }
+  spdlog::info("learner: stopped at version {} after {} optimizer steps",
+               learner.version(), steps.value());
+  return kExitOk;
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,74 @@
+#include "services/runs/serve_role.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/config_schema.h"
+#include "runtime/rate_meter.h"
+#include "runtime/stop_signal.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr int kExitFailure = 1, kExitUsage = 2;
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+// Polls every `interval` until `done()` or a signal; calls `tick` each time.
+void RunUntil(double duration_s, double interval_s,
+              const std::function<bool()>& done,
+              const std::function<void()>& tick) {
+  const auto t0 = Clock::now();
+  auto next = t0;
+  const auto step = std::chrono::microseconds(
+      static_cast<int64_t>(std::max(0.05, interval_s) * 1e6));
+  for (;;) {
+    next += step;
+    while (Clock::now() < next && !done() && !StopSignalled()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (done() || StopSignalled()) return;
+    if (duration_s > 0 &&
+        std::chrono::duration<double>(Clock::now() - t0).count() >=
+            duration_s) {
+      return;
+    }
+    tick();
+  }
+}
+
+// Prints "ROLE: serving on HOST:PORT" and returns that address.
+std::string Announce(const char* role, const std::string& listen, int port) {
+  const std::string address =
+      absl::StrCat(listen.substr(0, listen.rfind(':')), ":", port);
+  std::printf("%s: serving on %s\n", role, address.c_str());
+  std::fflush(stdout);
+  return address;
+}
+
+// Heartbeats of a role to the learner's roster.
+std::unique_ptr<HeartbeatSender> StartHeartbeats(
+    const Config& c, const ServeFlags& f, const NetOptions& net,
+    const std::string& address, std::function<void(v1::RoleStatus*)> fill) {
+  return HeartbeatSender::Start(
+      {f.learner, address, absl::Seconds(c.cluster.heartbeat_s)}, net,
+      std::move(fill));
+}
+
+int Fail(const char* role, const absl::Status& s) {
+  spdlog::error("{}: {}", role, s.ToString());
+  return IsConfigError(s) ? kExitUsage : kExitFailure;
+}
+
+}  // namespace rlvla3

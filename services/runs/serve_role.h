@@ -1,0 +1,52 @@
+// File: services/runs/serve_role.h
+// -----------------------------------------------------------------------------
+// What the three `rl-vla3 serve ROLE` processes share (serve.cc picks one):
+// the run loop that ticks once per metrics interval until done or signalled,
+// the "ROLE: serving on HOST:PORT" line, heartbeats to the learner's roster,
+// and the exit code of a failure. Each role's process is in its own file:
+// serve_learner.cc, serve_inference.cc, serve_rollout.cc.
+//
+// Example:
+//   RunUntil(flags.duration_s, 1.0, [&] { return done; }, [&] { Log(); });
+//   return Fail("rollout", status);  // 2 for a config error, else 1
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_RUNS_SERVE_ROLE_H_
+#define RLVLA3_SERVICES_RUNS_SERVE_ROLE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "runtime/config.h"
+#include "services/net/grpc_common.h"
+#include "services/net/roster.h"
+#include "services/options/role_setup.h"
+#include "services/runs/serve.h"
+
+namespace rlvla3 {
+namespace v1 {
+class RoleStatus;
+}  // namespace v1
+
+// Polls every `interval` until `done()` or a signal; calls `tick` each time.
+void RunUntil(double duration_s, double interval_s,
+              const std::function<bool()>& done,
+              const std::function<void()>& tick);
+// Prints "ROLE: serving on HOST:PORT" and returns that address.
+std::string Announce(const char* role, const std::string& listen, int port);
+// Heartbeats of a role to the learner's roster.
+std::unique_ptr<HeartbeatSender> StartHeartbeats(
+    const Config& c, const ServeFlags& f, const NetOptions& net,
+    const std::string& address, std::function<void(v1::RoleStatus*)> fill);
+// Logs `s` for `role`; the exit code: 2 for a config error, else 1.
+int Fail(const char* role, const absl::Status& s);
+
+// Each role's process; the exit code.
+int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s);
+int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s);
+int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_RUNS_SERVE_ROLE_H_

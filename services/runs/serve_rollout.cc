@@ -1,0 +1,227 @@
+// `rl-vla3 serve rollout`: one rollout worker (its share of the envs) with
+// its control service, talking to inference servers and learner ranks.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/config_schema.h"
+#include "runtime/rate_meter.h"
+#include "runtime/stop_signal.h"
+#include "services/net/observation_client.h"
+#include "services/net/segment_client.h"
+#include "services/net/weight_client.h"
+#include "services/rollout/rollout_worker.h"
+#include "services/runs/serve_role.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr int kExitOk = 0;
+using Clock = std::chrono::steady_clock;
+
+// RolloutControl: status and a Stop that ends the process's run loop.
+class RolloutControlService final : public v1::RolloutControl::CallbackService {
+ public:
+  RolloutControlService(const NetOptions& net,
+                        std::function<void(v1::RoleStatus*)> fill)
+      : net_(net), fill_(std::move(fill)) {}
+  bool stop_requested() const { return stop_.load(); }
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const v1::StatusRequest*,
+                                      v1::RoleStatus* out) override {
+    return AnswerNow(ctx, net_, [&] { fill_(out); });
+  }
+  grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* ctx,
+                                 const v1::RolloutStopRequest*,
+                                 v1::RoleStatus* out) override {
+    return AnswerNow(ctx, net_, [&] {
+      stop_.store(true);
+      fill_(out);
+    });
+  }
+
+ private:
+  NetOptions net_;
+  std::function<void(v1::RoleStatus*)> fill_;
+  std::atomic<bool> stop_{false};
+};
+
+// The worker's counters, as its status and its log line show them.
+struct RolloutCounters {
+  explicit RolloutCounters(MetricsRegistry* m)
+      : frames(m->counter("env_frames")),
+        episodes(m->counter("episodes")),
+        successes(m->counter("successes")),
+        faults(m->counter("env_faults")) {}
+
+  void Fill(const RolloutWorker& w, const WeightSubscriber& sub,
+            const GrpcObservationChannel& obs, const RateMeter& rate,
+            v1::RoleStatus* st) const {
+    st->set_env_frames_per_s(rate.per_s());
+    st->set_role("rollout");
+    st->set_running(w.status().ok());
+    st->set_policy_version(sub.version());
+    st->set_uptime_s(std::chrono::duration<double>(Clock::now() - t0).count());
+    st->set_env_frames(frames.value());
+    st->set_episodes(episodes.value());
+    st->set_successes(successes.value());
+    if (!w.status().ok()) st->set_error(w.status().ToString());
+    const ObservationClientStats os = obs.stats();
+    st->set_observation_failovers(os.failovers);
+    st->set_inference_reconnects(os.reconnects);
+    st->set_env_faults(faults.value());
+  }
+
+  // One progress line; returns the frame count it reported.
+  uint64_t Log(const ServeFlags& f, const WeightSubscriber& sub,
+               const GrpcObservationChannel& obs, uint64_t last) const {
+    const uint64_t n = frames.value();
+    const ObservationClientStats os = obs.stats();
+    spdlog::info(
+        "rollout {}: {} frames (+{}), {} episodes, {} successes, "
+        "{} env faults, version {}, inference servers up {}/{} ({} "
+        "failovers, {} reconnects, {} retries)",
+        f.worker, n, n - last, episodes.value(), successes.value(),
+        faults.value(), sub.version(), os.servers_up, f.inference.size(),
+        os.failovers, os.reconnects, os.retries);
+    return n;
+  }
+
+  Counter& frames;
+  Counter& episodes;
+  Counter& successes;
+  Counter& faults;
+  const Clock::time_point t0 = Clock::now();
+};
+
+// This worker's envs: global ids [worker x envs, ...), env i seeded with
+// seed + its global id.
+absl::StatusOr<RolloutWorkerOptions> WorkerOptions(const ServeFlags& f,
+                                                   const RoleSetup& s) {
+  if (f.learner.empty() || f.inference.empty()) {
+    return absl::InvalidArgumentError("needs --learner and --inference");
+  }
+  if (f.worker < 0 || f.worker >= s.workers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--worker ", f.worker,
+                     " is not below cluster.rollout_workers ", s.workers));
+  }
+  RolloutWorkerOptions ro = s.options.rollout;
+  const int offset = f.worker * ro.pool.num_envs;
+  ro.pool.seed += static_cast<uint64_t>(offset);  // env i: seed + global id
+  ro.pool.first_env_id = offset;
+  ro.seed += static_cast<uint64_t>(offset);
+  // A fresh incarnation id per process start (SEED RL): the learner tells a
+  // restarted worker's segments apart.
+  ro.run_id = std::random_device{}() ^
+              static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  return ro;
+}
+
+// Segments to the learner ranks, routed by global env id.
+SegmentClientOptions SegmentOptions(const ServeFlags& f, const RoleSetup& s,
+                                    int offset, int envs) {
+  SegmentClientOptions sc;
+  sc.targets = f.learner_ranks;
+  // GRPO: a group's episodes must meet on one learner rank.
+  sc.route_block = s.route_block;
+  sc.first_env_id = offset;
+  sc.shape = s.options.segment_shape;
+  sc.pool = 2 * envs + 4;
+  sc.in_flight = 4;
+  return sc;
+}
+
+}  // namespace
+
+int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
+  absl::StatusOr<RolloutWorkerOptions> options = WorkerOptions(f, s);
+  if (!options.ok()) return Fail("rollout", options.status());
+  const RolloutWorkerOptions& ro = *options;
+  const int envs = ro.pool.num_envs;
+  const int offset = ro.pool.first_env_id;
+  MetricsRegistry metrics;
+  StageTimeline timeline(false);
+  absl::StatusOr<std::unique_ptr<GrpcObservationChannel>> obs =
+      GrpcObservationChannel::Create(
+          {f.inference, offset, envs, s.shape,
+           // Long enough for `up` to restart a lost inference server.
+           absl::Seconds(6 * c.cluster.role_timeout_s), s.options.sync},
+          s.net);
+  if (!obs.ok()) return Fail("rollout", obs.status());
+  if (absl::Status st = CheckRanksGetEqualShares(s, f.learner_ranks.size());
+      !st.ok()) {
+    return Fail("rollout", st);
+  }
+  absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> seg =
+      GrpcSegmentChannel::Create(SegmentOptions(f, s, offset, envs), s.net);
+  if (!seg.ok()) return Fail("rollout", seg.status());
+  absl::StatusOr<std::unique_ptr<RolloutWorker>> worker =
+      RolloutWorker::Create(ro, obs->get(), seg->get(), &metrics, &timeline);
+  if (!worker.ok()) return Fail("rollout", worker.status());
+  RolloutWorker* w = worker->get();
+  WeightSubscriber::Callbacks cb;
+  if (s.options.sync) {
+    // Lock-step: envs resume on the version their inference server serves
+    // (the learner's may not have reached it yet).
+    (*obs)->SetVersionHandler([w](uint64_t v) { w->OnPolicyVersion(v); });
+  } else {
+    cb.on_version = [w](uint64_t v) { w->OnPolicyVersion(v); };
+  }
+  absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
+      WeightSubscriber::Start(
+          {f.learner, true, s.parts.policy->kind(), ro.base_version}, s.net,
+          std::move(cb));
+  if (!sub.ok()) return Fail("rollout", sub.status());
+  RolloutCounters counters(&metrics);
+  RateMeter rate;
+  auto fill_status = [&](v1::RoleStatus* st) {
+    counters.Fill(*w, **sub, **obs, rate, st);
+  };
+  RolloutControlService control(s.net, fill_status);
+  absl::StatusOr<std::unique_ptr<RoleServer>> server =
+      RoleServer::Start(f.listen, s.net, {&control});
+  if (!server.ok()) return Fail("rollout", server.status());
+  w->Start();
+  const std::string address = Announce("rollout", f.listen, (*server)->port());
+  std::unique_ptr<HeartbeatSender> heartbeats =
+      StartHeartbeats(c, f, s.net, address, fill_status);
+  absl::Status failure;
+  auto check = [&] {
+    for (const absl::Status& st :
+         {w->status(), (*obs)->status(), (*seg)->status()}) {
+      if (!st.ok()) {
+        failure = st;
+        return true;
+      }
+    }
+    return control.stop_requested();
+  };
+  uint64_t last = 0;
+  RunUntil(f.duration_s, c.metrics.interval_s, check, [&] {
+    rate.Tick(counters.frames.value());
+    last = counters.Log(f, **sub, **obs, last);
+  });
+  heartbeats.reset();
+  w->Stop();
+  (*obs)->Close();
+  (*seg)->Close();
+  (*sub)->Stop();
+  (*server)->Shutdown(absl::Seconds(1));
+  if (!failure.ok()) return Fail("rollout", failure);
+  return kExitOk;
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,191 @@
+// The demonstrations SFT clones: the scripted experts driving an env pool,
+// their successful episodes kept (sft.* keys; DART noise optional).
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "envs/env_pool.h"
+#include "envs/scripted_expert.h"
+#include "envs/task.h"
+#include "policies/action_tokenizer.h"
+#include "services/options/config_bridge.h"
+#include "services/runs/sft.h"
+
+namespace rlvla3 {
+
+namespace {
+
+// One env per task slot (env id % tasks), as many as env.num_envs allows.
+absl::StatusOr<EnvPoolOptions> DemoPoolOptions(
+    const Config& c, const std::vector<TaskSpec>& tasks) {
+  EnvPoolOptions po;
+  po.tasks = tasks;
+  // Task files resolve by path; built-in names by name.
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (FindTask(tasks[i].name) == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sft: task files are not supported for demo collection yet: ",
+          tasks[i].name));
+    }
+  }
+  const int n_tasks = static_cast<int>(tasks.size());
+  const int per_task =
+      static_cast<int>(std::max<int64_t>(1, c.env.num_envs / n_tasks));
+  po.num_envs = per_task * n_tasks;
+  po.num_threads = static_cast<int>(c.threads.env_workers);
+  po.seed = static_cast<uint64_t>(c.run.seed);
+  po.env = EnvOptionsFromConfig(c);
+  po.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);
+  return po;
+}
+
+// Drives every env of the pool with its task's scripted expert and keeps the
+// successful episodes, up to sft.demos_per_task per task.
+//
+// DART (Laskey et al. 2017): the env executes a noisy copy of the expert's
+// action while the demo records the clean one, so the demos visit the
+// states a slightly-off policy reaches and show how to recover from them.
+// The gripper command (last dimension) is never perturbed.
+class DemoCollector {
+ public:
+  DemoCollector(const Config& c, const std::vector<TaskSpec>& tasks,
+                EnvPool* pool)
+      : c_(c),
+        pool_(pool),
+        n_tasks_(static_cast<int>(tasks.size())),
+        noise_std_(static_cast<float>(c.sft.demo_noise)),
+        episodes_(static_cast<size_t>(pool->num_envs())),
+        have_(tasks.size(), 0) {
+    d_.width = static_cast<int>(c.env.image_width);
+    d_.height = static_cast<int>(c.env.image_height);
+    d_.chunk = static_cast<int>(c.policy.chunk);
+    for (const auto& t : tasks) {
+      d_.task_names.push_back(t.name);
+      d_.instructions.push_back(t.instruction);
+    }
+    for (int i = 0; i < pool->num_envs(); ++i)
+      noise_rng_.emplace_back(static_cast<uint64_t>(c.run.seed) + i);
+  }
+
+  absl::StatusOr<DemoSet> Collect() {
+    for (int i = 0; i < pool_->num_envs(); ++i) {
+      absl::StatusOr<ScriptedExpert> e =
+          ScriptedExpert::Create(pool_->env(i).task());
+      if (!e.ok()) return e.status();
+      experts_.push_back(*e);
+    }
+    std::vector<int> ready, send;
+    std::vector<float> actions;
+    while (!Done()) {
+      ready.clear();
+      if (absl::Status s = pool_->Recv(1, absl::Seconds(60), &ready); !s.ok())
+        return s;
+      send.clear();
+      actions.clear();
+      for (int id : ready) {
+        float a[kActionDim] = {};
+        Step(id, a);
+        send.push_back(id);
+        actions.insert(actions.end(), a, a + kActionDim);
+      }
+      if (absl::Status s = pool_->Send(send, actions); !s.ok()) return s;
+    }
+    return std::move(d_);
+  }
+
+ private:
+  struct Episode {
+    std::vector<uint8_t> agentview, wrist;
+    std::vector<float> proprio, actions;
+    int steps = 0;
+  };
+
+  bool Done() const {
+    return std::all_of(have_.begin(), have_.end(),
+                       [&](int h) { return h >= c_.sft.demos_per_task; });
+  }
+
+  // Env `id` is ready: keep its ended episode if it succeeded, or record
+  // its observation and the expert's action `a` (sent with DART noise).
+  void Step(int id, float* a) {
+    const EnvState& s = pool_->state(id);
+    Episode& ep = episodes_[static_cast<size_t>(id)];
+    if (s.result.done || s.result.truncated) {
+      ++d_.attempts;
+      const int task = id % n_tasks_;
+      if (s.result.success && have_[task] < c_.sft.demos_per_task) {
+        ++have_[task];
+        Keep(ep, task);
+      }
+      ep = Episode{};
+      return;
+    }
+    if (s.step == 0) {
+      ep = Episode{};
+      experts_[static_cast<size_t>(id)].Reset();
+    }
+    experts_[static_cast<size_t>(id)].Act(pool_->env(id), a);
+    ep.agentview.insert(ep.agentview.end(), s.obs->agentview.begin(),
+                        s.obs->agentview.end());
+    ep.wrist.insert(ep.wrist.end(), s.obs->wrist.begin(), s.obs->wrist.end());
+    ep.proprio.insert(ep.proprio.end(), s.obs->proprio,
+                      s.obs->proprio + kProprioDim);
+    ep.actions.insert(ep.actions.end(), a, a + kActionDim);
+    ++ep.steps;
+    if (noise_std_ > 0) {
+      std::mt19937_64& rng = noise_rng_[static_cast<size_t>(id)];
+      for (int j = 0; j + 1 < kActionDim; ++j)
+        a[j] = std::clamp(a[j] + noise_std_ * unit_normal_(rng), -1.0f, 1.0f);
+    }
+  }
+
+  // A successful episode into the set: each step's frames and its action
+  // chunk (the steps from it on, the last repeated), as tokens.
+  void Keep(const Episode& ep, int task) {
+    ++d_.episodes;
+    for (int t = 0; t < ep.steps; ++t) {
+      d_.task.push_back(task);
+      for (int k = 0; k < d_.chunk; ++k) {
+        const int src = std::min(t + k, ep.steps - 1);
+        for (int j = 0; j < kActionDim; ++j) {
+          d_.action_tokens.push_back(
+              act_tok_.Encode(ep.actions[src * kActionDim + j]));
+        }
+      }
+    }
+    d_.agentview.insert(d_.agentview.end(), ep.agentview.begin(),
+                        ep.agentview.end());
+    d_.wrist.insert(d_.wrist.end(), ep.wrist.begin(), ep.wrist.end());
+    d_.proprio.insert(d_.proprio.end(), ep.proprio.begin(), ep.proprio.end());
+  }
+
+  const Config& c_;
+  EnvPool* pool_;
+  const int n_tasks_;
+  const float noise_std_;
+  const ActionTokenizer act_tok_;
+  DemoSet d_;
+  std::vector<Episode> episodes_;
+  std::vector<ScriptedExpert> experts_;
+  std::vector<std::mt19937_64> noise_rng_;
+  std::normal_distribution<float> unit_normal_{0.0f, 1.0f};
+  std::vector<int> have_;
+};
+
+}  // namespace
+
+absl::StatusOr<DemoSet> CollectDemonstrations(
+    const Config& c, const std::vector<TaskSpec>& tasks) {
+  absl::StatusOr<EnvPoolOptions> po = DemoPoolOptions(c, tasks);
+  if (!po.ok()) return po.status();
+  absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(*po);
+  if (!pool.ok()) return pool.status();
+  DemoCollector collector(c, tasks, pool->get());
+  return collector.Collect();
+}
+
+}  // namespace rlvla3
