@@ -1,0 +1,36 @@
+// The bench's advice, from the figures it measured.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "services/runs/bench.h"
+
+namespace rlvla3 {
+namespace {
+
+// The bench's advice for an env-bound run (issue 28: on the GPU node it
+// advised adding env workers where adding them made the run slower).
+TEST(BenchAdvice, AddEnvWorkersOnlyWhereMoreMeasuredFaster) {
+  StageAlone a;
+  a.env_workers = 4;
+  a.env_frames_per_s = 360;
+  a.env_probe_workers = 8;
+  a.env_probe_frames_per_s = 230;  // the NVIDIA EGL row of the issue
+  std::string advice = EnvBoundAdvice(a);
+  EXPECT_EQ(advice.find("add env workers"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("do not help here (4 env workers: 360 frames/s alone, "
+                        "8: 230)"),
+            std::string::npos)
+      << advice;
+  a.env_probe_frames_per_s = 600;  // Mesa llvmpipe's
+  advice = EnvBoundAdvice(a);
+  EXPECT_NE(advice.find("add env workers (4 env workers: 360"),
+            std::string::npos)
+      << advice;
+  a.env_probe_workers = 0;  // nothing more to try
+  advice = EnvBoundAdvice(a);
+  EXPECT_EQ(advice.find("add env workers"), std::string::npos) << advice;
+}
+
+}  // namespace
+}  // namespace rlvla3
