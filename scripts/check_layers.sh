@@ -28,7 +28,7 @@ declare -A allowed=(
   [services/kube]="runtime/ services/kube/"
   [services/options]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/options/"
   [services/runs]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/options/ services/runs/"
-  [services/verbs]="runtime/ envs/ policies/ services/engine/ services/learner/ services/kube/ services/options/ services/runs/ services/verbs/verb.h services/verbs/verbs.h services/verbs/cli.h"
+  [services/verbs]="runtime/ envs/ policies/ services/kube/ services/options/ services/runs/ services/verbs/verb.h services/verbs/verbs.h services/verbs/cli.h"
 )
 project='^(runtime|envs|policies|services)/'
 

@@ -127,14 +127,14 @@ absl::StatusOr<EngineTasks> ResolveEngineTasks(const EnvConfig& env) {
   if (!tasks.ok()) return tasks.status();
   if (tasks->empty()) return absl::InvalidArgumentError("engine: no tasks");
   EngineTasks t;
-  t.specs = *tasks;
+  t.specs = *std::move(tasks);
   if (env.tasks != "all") {
     for (absl::string_view n :
          absl::StrSplit(env.tasks, ',', absl::SkipEmpty())) {
       t.names.emplace_back(n);
     }
   }
-  for (const TaskSpec& spec : *tasks) {
+  for (const TaskSpec& spec : t.specs) {
     if (env.tasks == "all") t.names.push_back(spec.name);
     t.instructions.push_back(spec.instruction);
     t.max_steps = std::max(t.max_steps, spec.max_steps);

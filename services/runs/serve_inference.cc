@@ -78,10 +78,10 @@ absl::Status WaitForFirstWeights(const LocalWeightChannel<Policy>& weights,
 
 int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   if (f.learner.empty()) {
-    return Fail("inference", absl::InvalidArgumentError("needs --learner"));
+    return FailRole("inference", absl::InvalidArgumentError("needs --learner"));
   }
   if (absl::Status st = CheckRoleDevices(c, true, false); !st.ok())
-    return Fail("inference", st);
+    return FailRole("inference", st);
   MetricsRegistry metrics;
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
@@ -94,9 +94,9 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   base->To(s.options.inference.device);
   absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
       SubscribeToWeights(f.learner, s.net, base, &weights, &service);
-  if (!sub.ok()) return Fail("inference", sub.status());
+  if (!sub.ok()) return FailRole("inference", sub.status());
   if (absl::Status st = WaitForFirstWeights(weights, **sub); !st.ok()) {
-    return Fail("inference", st);
+    return FailRole("inference", st);
   }
   InferenceServerOptions io = s.options.inference;
   if (s.options.sync) {
@@ -120,7 +120,7 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
     if (absl::Status st = role.Wait(); !st.ok()) {
       spdlog::warn("inference: {}", st.ToString());
     }
-    return Fail("inference", server.status());
+    return FailRole("inference", server.status());
   }
   const std::string address =
       Announce("inference", f.listen, (*server)->port());
@@ -149,7 +149,7 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   role.Stop();
   service.Close();
   const absl::Status st = role.Wait();
-  if (!st.ok()) return Fail("inference", st);
+  if (!st.ok()) return FailRole("inference", st);
   return kExitOk;
 }
 

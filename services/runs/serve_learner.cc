@@ -60,12 +60,12 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> JoinLearnerGroup(
 
 int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   if (absl::Status st = CheckRoleDevices(c, false, true); !st.ok())
-    return Fail("learner", st);
+    return FailRole("learner", st);
   absl::StatusOr<std::unique_ptr<GradientReducer>> group = JoinLearnerGroup(c);
-  if (!group.ok()) return Fail("learner", group.status());
+  if (!group.ok()) return FailRole("learner", group.status());
   absl::StatusOr<LearnerRoleOptions> role =
       LearnerProcessOptions(s, group->get());
-  if (!role.ok()) return Fail("learner", role.status());
+  if (!role.ok()) return FailRole("learner", role.status());
   const LearnerRoleOptions& lo = *role;
   MetricsRegistry metrics;
   StageTimeline timeline(false);
@@ -98,7 +98,7 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
   RosterService roster(s.net, absl::Seconds(c.cluster.role_timeout_s));
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       RoleServer::Start(f.listen, s.net, {service.service(), &roster});
-  if (!server.ok()) return Fail("learner", server.status());
+  if (!server.ok()) return FailRole("learner", server.status());
   learner.Start([&service] { service.Close(); },
                 [](const LearnerStepStats&) {});
   Announce("learner", f.listen, (*server)->port());
@@ -131,7 +131,7 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
     spdlog::info("learner: rank {} stopped with its group ({})",
                  (*group)->rank(), std::string(st.message()));
   } else if (!st.ok()) {
-    return Fail("learner", st);
+    return FailRole("learner", st);
   }
   spdlog::info("learner: stopped at version {} after {} optimizer steps",
                learner.version(), steps.value());

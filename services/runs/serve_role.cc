@@ -66,7 +66,7 @@ std::unique_ptr<HeartbeatSender> StartHeartbeats(
       std::move(fill));
 }
 
-int Fail(const char* role, const absl::Status& s) {
+int FailRole(const char* role, const absl::Status& s) {
   spdlog::error("{}: {}", role, s.ToString());
   return IsConfigError(s) ? kExitUsage : kExitFailure;
 }

@@ -8,7 +8,7 @@
 //
 // Example:
 //   RunUntil(flags.duration_s, 1.0, [&] { return done; }, [&] { Log(); });
-//   return Fail("rollout", status);  // 2 for a config error, else 1
+//   return FailRole("rollout", status);  // 2 for a config error, else 1
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_SERVE_ROLE_H_
 #define RLVLA3_SERVICES_RUNS_SERVE_ROLE_H_
@@ -40,7 +40,7 @@ std::unique_ptr<HeartbeatSender> StartHeartbeats(
     const Config& c, const ServeFlags& f, const NetOptions& net,
     const std::string& address, std::function<void(v1::RoleStatus*)> fill);
 // Logs `s` for `role`; the exit code: 2 for a config error, else 1.
-int Fail(const char* role, const absl::Status& s);
+int FailRole(const char* role, const absl::Status& s);
 
 // Each role's process; the exit code.
 int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s);

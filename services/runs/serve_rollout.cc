@@ -148,7 +148,7 @@ SegmentClientOptions SegmentOptions(const ServeFlags& f, const RoleSetup& s,
 
 int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   absl::StatusOr<RolloutWorkerOptions> options = WorkerOptions(f, s);
-  if (!options.ok()) return Fail("rollout", options.status());
+  if (!options.ok()) return FailRole("rollout", options.status());
   const RolloutWorkerOptions& ro = *options;
   const int envs = ro.pool.num_envs;
   const int offset = ro.pool.first_env_id;
@@ -160,17 +160,17 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
            // Long enough for `up` to restart a lost inference server.
            absl::Seconds(6 * c.cluster.role_timeout_s), s.options.sync},
           s.net);
-  if (!obs.ok()) return Fail("rollout", obs.status());
+  if (!obs.ok()) return FailRole("rollout", obs.status());
   if (absl::Status st = CheckRanksGetEqualShares(s, f.learner_ranks.size());
       !st.ok()) {
-    return Fail("rollout", st);
+    return FailRole("rollout", st);
   }
   absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> seg =
       GrpcSegmentChannel::Create(SegmentOptions(f, s, offset, envs), s.net);
-  if (!seg.ok()) return Fail("rollout", seg.status());
+  if (!seg.ok()) return FailRole("rollout", seg.status());
   absl::StatusOr<std::unique_ptr<RolloutWorker>> worker =
       RolloutWorker::Create(ro, obs->get(), seg->get(), &metrics, &timeline);
-  if (!worker.ok()) return Fail("rollout", worker.status());
+  if (!worker.ok()) return FailRole("rollout", worker.status());
   RolloutWorker* w = worker->get();
   WeightSubscriber::Callbacks cb;
   if (s.options.sync) {
@@ -184,7 +184,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
       WeightSubscriber::Start(
           {f.learner, true, s.parts.policy->kind(), ro.base_version}, s.net,
           std::move(cb));
-  if (!sub.ok()) return Fail("rollout", sub.status());
+  if (!sub.ok()) return FailRole("rollout", sub.status());
   RolloutCounters counters(&metrics);
   RateMeter rate;
   auto fill_status = [&](v1::RoleStatus* st) {
@@ -193,7 +193,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   RolloutControlService control(s.net, fill_status);
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       RoleServer::Start(f.listen, s.net, {&control});
-  if (!server.ok()) return Fail("rollout", server.status());
+  if (!server.ok()) return FailRole("rollout", server.status());
   w->Start();
   const std::string address = Announce("rollout", f.listen, (*server)->port());
   std::unique_ptr<HeartbeatSender> heartbeats =
@@ -220,7 +220,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   (*seg)->Close();
   (*sub)->Stop();
   (*server)->Shutdown(absl::Seconds(1));
-  if (!failure.ok()) return Fail("rollout", failure);
+  if (!failure.ok()) return FailRole("rollout", failure);
   return kExitOk;
 }
 

@@ -15,8 +15,10 @@
 //     std::printf("hello %s\n", a.Get("--name", "world").c_str());
 //     return kExitOk;
 //   }
-//   Verb HelloVerb() { return {"hello", "greets\n  --name N\n", {"--name"},
-//   RunHello}; }
+//   Verb HelloVerb() {
+//     return {"hello", "greets\n  --name N\n", {"--name"}, /*switches=*/{},
+//             RunHello};
+//   }
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_VERBS_VERB_H_
 #define RLVLA3_SERVICES_VERBS_VERB_H_
