@@ -24,6 +24,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "policies/device.h"
+#include "policies/host_sync_counter.h"
 #include "policies/tiny_vla_policy.h"
 
 namespace rlvla3 {
@@ -80,26 +81,43 @@ struct Batch {
   }
 };
 
+// Items per second over `seconds` of calls, and the host syncs LibTorch
+// reported per call (-1 where it cannot count: a build without CUDA).
+struct Measured {
+  double per_second = 0;
+  double syncs_per_call = -1;
+};
+
 template <typename F>
-double PerSecond(double seconds, int64_t per_call, F&& call) {
+Measured Measure(double seconds, int64_t per_call, F&& call) {
+  HostSyncCounter syncs;
   call();  // warm-up (kernels, allocator)
   call();
-  int64_t n = 0;
+  syncs.Reset();
+  int64_t calls = 0;
   const auto t0 = Clock::now();
   double wall = 0;
   while ((wall = std::chrono::duration<double>(Clock::now() - t0).count()) <
          seconds) {
     call();
-    n += per_call;
+    ++calls;
   }
-  return static_cast<double>(n) / wall;
+  Measured m;
+  m.per_second = static_cast<double>(calls * per_call) / wall;
+  if (syncs.available() && calls > 0)
+    m.syncs_per_call = static_cast<double>(syncs.count()) / calls;
+  return m;
 }
 
-double Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
-                 double seconds) {
+std::string Syncs(const Measured& m) {
+  return m.syncs_per_call < 0 ? "-" : absl::StrFormat("%.2f", m.syncs_per_call);
+}
+
+Measured Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
+                   double seconds) {
   Batch batch(B, device);
   const bool bf16 = device.is_cuda();
-  return PerSecond(seconds, B, [&] {
+  return Measure(seconds, B, [&] {
     AutocastGuard autocast(device, bf16);
     const ActResult a = policy.Act(batch.OnDevice(device), false);
     const at::Tensor host = torch::cat({a.tokens.flatten(1).to(torch::kFloat),
@@ -110,15 +128,15 @@ double Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
   });
 }
 
-double Learner(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
-               double seconds) {
+Measured Learner(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
+                 double seconds) {
   Batch batch(B, device);
   const bool bf16 = device.is_cuda();
   torch::optim::AdamW opt(policy.net()->parameters(),
                           torch::optim::AdamWOptions(1e-5));
   const at::Tensor tokens = ToDevice(
       torch::randint(0, 256, {B, policy.chunk(), 7}, torch::kLong), device);
-  return PerSecond(seconds, B, [&] {
+  return Measure(seconds, B, [&] {
     EvalResult e;
     {
       AutocastGuard autocast(device, bf16);
@@ -189,8 +207,9 @@ int Main(int argc, char** argv) {
   std::printf(
       "device_figures: %s, %d intra-op threads, %dx%d images, %d text tokens\n",
       DescribeGpus().c_str(), at::get_num_threads(), kImage, kImage, kText);
-  std::printf("%-8s %8s %6s %6s %14s %18s\n", "device", "params", "prec",
-              "batch", "inference/s", "learner samples/s");
+  std::printf("%-8s %8s %6s %6s %14s %12s %18s %11s\n", "device", "params",
+              "prec", "batch", "inference/s", "syncs/batch",
+              "learner samples/s", "syncs/step");
   for (const std::string& name : f.devices) {
     absl::StatusOr<at::Device> device = ParseDevice(name);
     if (!device.ok()) {
@@ -208,22 +227,28 @@ int Main(int argc, char** argv) {
       const char* precision = device->is_cuda() ? "bf16" : "fp32";
       for (int B : f.batches) {
         policy.SetTraining(false);
-        const double inf = Inference(policy, *device, B, f.seconds);
-        double learn = 0;
+        const Measured inf = Inference(policy, *device, B, f.seconds);
+        Measured learn;
         if (B == f.learner_batch) {
           policy.SetTraining(true);
           learn = Learner(policy, *device, B, f.seconds);
         }
-        std::printf("%-8s %7.2fM %6s %6d %14.1f %18s\n", name.c_str(),
-                    params / 1e6, precision, B, inf,
-                    learn > 0 ? absl::StrFormat("%.1f", learn).c_str() : "-");
+        const bool learned = learn.per_second > 0;
+        std::printf(
+            "%-8s %7.2fM %6s %6d %14.1f %12s %18s %11s\n", name.c_str(),
+            params / 1e6, precision, B, inf.per_second, Syncs(inf).c_str(),
+            learned ? absl::StrFormat("%.1f", learn.per_second).c_str() : "-",
+            learned ? Syncs(learn).c_str() : "-");
         std::fflush(stdout);
         if (json.is_open()) {
           json << absl::StrFormat(
               "{\"device\": \"%s\", \"gpus\": \"%s\", \"params\": %d, "
               "\"precision\": \"%s\", \"batch\": %d, \"inference_obs_per_s\": "
-              "%.3f, \"learner_samples_per_s\": %.3f}\n",
-              name, DescribeGpus(), params, precision, B, inf, learn);
+              "%.3f, \"inference_syncs_per_batch\": %.3f, "
+              "\"learner_samples_per_s\": %.3f, "
+              "\"learner_syncs_per_step\": %.3f}\n",
+              name, DescribeGpus(), params, precision, B, inf.per_second,
+              inf.syncs_per_call, learn.per_second, learn.syncs_per_call);
         }
       }
     }

@@ -121,6 +121,12 @@ void AppendProcesses(const BenchResult& r, std::string* out) {
 std::string FormatBenchTable(const BenchResult& r) {
   std::string out = BenchHeader(r);
   AppendModes(r.sync.summary, r.async.summary, &out);
+  if (r.sync.busy_gpu >= 0 || r.async.busy_gpu >= 0) {
+    absl::StrAppendFormat(
+        &out, "GPU busy (NVML) %s sync, %s async; memory %.0f / %.0f MiB\n",
+        Pct(r.sync.busy_gpu), Pct(r.async.busy_gpu), r.sync.gpu_memory_mib,
+        r.async.gpu_memory_mib);
+  }
   absl::StrAppendFormat(
       &out,
       "\npipeline limit: %.0f frames/s (slowest stage alone %.0f, core budget "
@@ -146,12 +152,14 @@ std::string BenchJson(const BenchResult& r) {
         p.processes, p.window_s, p.env_frames_per_s, p.trained_samples_per_s,
         p.optimizer_steps);
   };
-  auto mode = [](const EngineSummary& s) {
+  auto mode = [](const EngineRun& run) {
+    const EngineSummary& s = run.summary;
     return absl::StrFormat(
         "{\"env_frames_per_s\": %.3f, \"trained_samples_per_s\": %.3f, "
         "\"optimizer_steps\": %d, \"s_per_step\": %.4f, \"busy_pct\": "
         "{\"env\": %.2f, "
-        "\"inference\": %.2f, \"learner\": %.2f}, \"inference_batch_mean\": "
+        "\"inference\": %.2f, \"learner\": %.2f, \"gpu\": %.2f}, "
+        "\"gpu_memory_mib\": %.0f, \"inference_batch_mean\": "
         "%.3f, "
         "\"policy_lag\": {\"mean\": %.3f, \"max\": %.0f}, \"dropped_samples\": "
         "%d, "
@@ -159,8 +167,9 @@ std::string BenchJson(const BenchResult& r) {
         "\"wall_s\": %.2f}",
         s.env_frames_per_s, s.trained_samples_per_s, s.optimizer_steps,
         s.s_per_step, s.busy_env, s.busy_inference, s.busy_learner,
-        s.inference_batch_mean, s.lag_mean, s.lag_max, s.dropped_samples,
-        s.episodes, s.successes, s.rolling_success, s.wall_s);
+        run.busy_gpu, run.gpu_memory_mib, s.inference_batch_mean, s.lag_mean,
+        s.lag_max, s.dropped_samples, s.episodes, s.successes,
+        s.rolling_success, s.wall_s);
   };
   return absl::StrFormat(
       "{\n  \"config\": \"%s\",\n  \"latency_model\": \"%s\",\n  "
@@ -197,10 +206,9 @@ std::string BenchJson(const BenchResult& r) {
       r.alone.env_probe_frames_per_s, r.alone.inference_obs_per_s,
       r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
       r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,
-      mode(r.sync.summary), mode(r.async.summary), r.ratio_async_over_sync,
-      r.pipeline_limit, r.stage_limit, r.core_limit, r.pipeline_efficiency,
-      r.bottleneck, r.advice, processes(r.processes_sync),
-      processes(r.processes_async));
+      mode(r.sync), mode(r.async), r.ratio_async_over_sync, r.pipeline_limit,
+      r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
+      r.advice, processes(r.processes_sync), processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {

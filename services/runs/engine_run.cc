@@ -18,6 +18,7 @@
 #include "envs/task.h"
 #include "envs/task_file.h"
 #include "policies/checkpoint.h"
+#include "runtime/gpu_monitor.h"
 #include "runtime/metrics_writer.h"
 #include "runtime/text_file.h"
 #include "runtime/tfevents_writer.h"
@@ -72,7 +73,22 @@ class IntervalRecorder {
     ShowProgress(s, p);
   }
 
-  void Finish() { progress_.Finish(); }
+  // The GPU means over the intervals that had a reading.
+  void Finish() {
+    progress_.Finish();
+    double busy = 0, memory = 0;
+    int n = 0;
+    for (const RunSample& p : run_->samples) {
+      if (p.busy_gpu < 0) continue;
+      busy += p.busy_gpu;
+      memory += p.gpu_memory_mib;
+      ++n;
+    }
+    if (n > 0) {
+      run_->busy_gpu = busy / n;
+      run_->gpu_memory_mib = memory / n;
+    }
+  }
 
   absl::Status error() {
     absl::MutexLock lock(&mu_);
@@ -96,6 +112,9 @@ class IntervalRecorder {
     p.busy_env = 100 * (env_s - last_env_) / dt / workers_;
     p.busy_inference = 100 * (inf_s - last_inf_) / dt / actors_;
     p.busy_learner = 100 * (learn_s - last_learn_) / dt;
+    const GpuSample gpu = gpus_.Sample();
+    p.busy_gpu = gpu.busy_pct;
+    p.gpu_memory_mib = gpu.memory_used_mib;
     last_t_ = s.elapsed_s;
     last_env_ = env_s;
     last_inf_ = inf_s;
@@ -117,6 +136,10 @@ class IntervalRecorder {
     tfevents_->Scalar("busy_pct/env", p.busy_env, step);
     tfevents_->Scalar("busy_pct/inference", p.busy_inference, step);
     tfevents_->Scalar("busy_pct/learner", p.busy_learner, step);
+    if (p.busy_gpu >= 0) {
+      tfevents_->Scalar("busy_pct/gpu", p.busy_gpu, step);
+      tfevents_->Scalar("gpu_memory_mib", p.gpu_memory_mib, step);
+    }
     Fail(tfevents_->Flush());
   }
 
@@ -169,6 +192,7 @@ class IntervalRecorder {
   ProgressLine progress_;
   std::unique_ptr<JsonlWriter> jsonl_;
   std::unique_ptr<TfEventsWriter> tfevents_;
+  const GpuMonitor gpus_;  // opened once per run; unavailable without NVML
   const int workers_, actors_;
   const double window_s_;
   double last_t_ = 0, last_env_ = 0, last_inf_ = 0, last_learn_ = 0;
@@ -280,11 +304,20 @@ ReportSection UtilisationSection(const std::vector<const EngineRun*>& runs) {
                 {"env", "inference", "learner"},
                 {},
                 "stage"};
+  // The GPU's bar where a run had an NVIDIA driver to ask (NVML).
+  bool gpu = false;
+  for (const EngineRun* r : runs) gpu = gpu || r->busy_gpu >= 0;
+  if (gpu) {
+    bars.labels.push_back("GPU (NVML)");
+    util.text += "; the GPU bar is NVML's utilization, as nvidia-smi shows it";
+  }
   for (const EngineRun* r : runs) {
-    bars.series.push_back({r->summary.mode,
-                           {},
-                           {r->summary.busy_env, r->summary.busy_inference,
-                            r->summary.busy_learner}});
+    Series s{r->summary.mode,
+             {},
+             {r->summary.busy_env, r->summary.busy_inference,
+              r->summary.busy_learner}};
+    if (gpu) s.y.push_back(std::max(0.0, r->busy_gpu));
+    bars.series.push_back(s);
   }
   util.bars.push_back(bars);
   return util;

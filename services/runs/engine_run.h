@@ -30,6 +30,7 @@ struct RunSample {
   double env_frames_per_s = 0, trained_samples_per_s = 0;
   double success_rate = 0, lag_mean = 0;
   double busy_env = 0, busy_inference = 0, busy_learner = 0;  // percent
+  double busy_gpu = -1, gpu_memory_mib = -1;  // NVML (GpuMonitor); -1: none
 };
 
 struct EngineRun {
@@ -43,6 +44,9 @@ struct EngineRun {
   std::string checkpoint;  // final checkpoint folder (train only)
   bool interrupted = false;
   int64_t success_window = 0;  // rl.success_window
+  // The GPUs' NVML utilization and memory in use, means over the metrics
+  // intervals; -1 where there is no NVIDIA driver (runtime/gpu_monitor.h).
+  double busy_gpu = -1, gpu_memory_mib = -1;
 };
 
 struct RunOptions {
