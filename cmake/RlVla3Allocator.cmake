@@ -37,6 +37,9 @@ if(NOT _rlvla3_allocator STREQUAL "glibc")
   message(STATUS "rl-vla3 allocator: ${_rlvla3_allocator} (${RLVLA3_ALLOCATOR_LIBRARY})")
   # Kept even where the linker drops unreferenced libraries: the allocator is
   # used through malloc/free, which it interposes.
-  add_link_options("LINKER:--push-state,--no-as-needed" "${RLVLA3_ALLOCATOR_LIBRARY}"
-                   "LINKER:--pop-state")
+  # One SHELL: group: CMake de-duplicates separate link options, and a second
+  # "--push-state,--no-as-needed" (the wheel's libstdc++ one) would be dropped,
+  # leaving the allocator to an --as-needed linker (Ubuntu's default).
+  add_link_options(
+    "SHELL:-Wl,--push-state,--no-as-needed ${RLVLA3_ALLOCATOR_LIBRARY} -Wl,--pop-state")
 endif()

@@ -74,7 +74,7 @@ if(_rlvla3_torch_cpu AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
                   OUTPUT_VARIABLE _fs_symbols OUTPUT_STRIP_TRAILING_WHITESPACE
                   ERROR_QUIET)
   if(_fs_symbols GREATER 0)
-    add_link_options("LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
+    add_link_options("SHELL:-Wl,--push-state,--no-as-needed -lstdc++ -Wl,--pop-state")
     message(STATUS "LibTorch exports ${_fs_symbols} std::filesystem symbols: "
                    "libstdc++ linked first")
   endif()

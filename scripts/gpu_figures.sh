@@ -13,10 +13,14 @@
 #   1.44 M and 106 M parameters (BENCH_SECONDS per mode, default 20; nvidia-smi sampled
 #   beside each run as a check on report.html's NVML figure).
 # DEADLINE_S (default 570): phases and benches that would start too late are skipped.
-# Logs and JSON go to $OUT (default runs/gpu_figures).
+# Logs, JSON and the benches' report.html go to $OUT/gpu_figures.tgz (default runs/).
 set -uo pipefail
-OUT="${OUT:-runs/gpu_figures}"
-mkdir -p "$OUT"
+# The device tool brings back only a few files: everything is written to a work
+# folder and packed into $OUT/gpu_figures.tgz on exit.
+FINAL_OUT="${OUT:-runs/gpu_figures}"
+mkdir -p "$FINAL_OUT"
+OUT=$(mktemp -d)
+trap 'tar czf "$FINAL_OUT/gpu_figures.tgz" -C "$OUT" .' EXIT
 B=/tmp/build-gpu
 START=$(date +%s)
 left() { echo $(( ${DEADLINE_S:-570} - ($(date +%s) - START) )); }
