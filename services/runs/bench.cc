@@ -9,6 +9,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "policies/device.h"
@@ -258,17 +259,6 @@ absl::Status BenchModes(const Config& c, const std::string& run_dir,
   return absl::OkStatus();
 }
 
-// What to do when `stage` alone is the pipeline's limit.
-std::string StageBoundAdvice(const std::string& stage, const StageAlone& a) {
-  if (stage == "env") return EnvBoundAdvice(a);
-  if (stage == "inference") {
-    return "inference-bound: raise batcher.max_batch / max_wait_ms, add an "
-           "inference actor, or serve inference from a GPU";
-  }
-  return "learner-bound: raise rl.execute_steps or rl.micro_batch, or run "
-         "the learner on a GPU; envs wait on admission control";
-}
-
 // The pipeline's limit (the slowest stage alone, or the cores when the
 // stages' CPU per frame together is the tighter bound), the bottleneck and
 // what to do about it.
@@ -296,7 +286,7 @@ void FindBottleneck(BenchResult* r) {
   } else {
     r->pipeline_limit = r->stage_limit;
     r->bottleneck = b;
-    r->advice = StageBoundAdvice(b, a);
+    r->advice = StageBoundAdvice(b, *r);
   }
   r->pipeline_efficiency =
       r->pipeline_limit > 0
@@ -364,6 +354,24 @@ std::string EnvBoundAdvice(const StageAlone& a) {
       "): see where a frame's time goes (env per frame), try the other "
       "env.render_backend, ",
       rest);
+}
+
+// What to do when `stage` alone is the pipeline's limit.
+std::string StageBoundAdvice(const std::string& stage, const BenchResult& r) {
+  if (stage == "env") return EnvBoundAdvice(r.alone);
+  const bool gpu = absl::StartsWith(
+      stage == "inference" ? r.inference_device : r.learner_device, "cuda");
+  if (stage == "inference") {
+    return absl::StrCat(
+        "inference-bound: raise batcher.max_batch / max_wait_ms, add an "
+        "inference actor",
+        gpu ? "" : ", or serve inference from a GPU (inference.device)");
+  }
+  return absl::StrCat(
+      "learner-bound: raise rl.execute_steps or rl.micro_batch",
+      gpu ? ", or add data-parallel learner ranks (cluster.learner_ranks)"
+          : ", or run the learner on a GPU (learner.device)",
+      "; envs wait on admission control");
 }
 
 }  // namespace rlvla3

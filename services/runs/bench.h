@@ -68,6 +68,10 @@ struct BenchResult {
 // at more workers measured at least 10% faster.
 std::string EnvBoundAdvice(const StageAlone& a);
 
+// What to do when `stage` ("env", "inference" or "learner") alone is the
+// pipeline's limit; a stage already on a GPU is not told to move to one.
+std::string StageBoundAdvice(const std::string& stage, const BenchResult& r);
+
 // Where the roles run besides one process: with `processes`, sync and async
 // run again as processes (`binary` up --local).
 struct BenchPlacement {

@@ -32,5 +32,25 @@ TEST(BenchAdvice, AddEnvWorkersOnlyWhereMoreMeasuredFaster) {
   EXPECT_EQ(advice.find("add env workers"), std::string::npos) << advice;
 }
 
+// The H200 bench (docs/experiments.md, 2026-11-26): a learner-bound run with
+// the learner already on the GPU was told to "run the learner on a GPU".
+TEST(BenchAdvice, AStageAlreadyOnAGpuIsNotToldToMoveToOne) {
+  BenchResult r;
+  std::string advice = StageBoundAdvice("learner", r);
+  EXPECT_NE(advice.find("run the learner on a GPU"), std::string::npos)
+      << advice;
+  r.learner_device = "cuda:0";
+  advice = StageBoundAdvice("learner", r);
+  EXPECT_EQ(advice.find("on a GPU"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("cluster.learner_ranks"), std::string::npos) << advice;
+
+  advice = StageBoundAdvice("inference", r);
+  EXPECT_NE(advice.find("serve inference from a GPU"), std::string::npos)
+      << advice;
+  r.inference_device = "cuda";
+  advice = StageBoundAdvice("inference", r);
+  EXPECT_EQ(advice.find("GPU"), std::string::npos) << advice;
+}
+
 }  // namespace
 }  // namespace rlvla3
