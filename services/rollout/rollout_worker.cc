@@ -36,6 +36,7 @@ struct EnvCursor {
   uint64_t env_frames = 0;           // this env's own frames so far
   uint64_t episode_start_env_frame = 0;
   int64_t submit_ns = 0;
+  int64_t park_ns = 0;  // when the gate last parked it
   int task = 0;
   float actions[kMaxChunk * kActionDim] = {};
 };
@@ -68,6 +69,10 @@ struct RolloutWorker::Impl {
   Gauge* success_rate = nullptr;
   Gauge* parked = nullptr;
   Histogram* wait_for_action_ms = nullptr;
+  // Env-microseconds spent parked by the gate and waiting for actions: where
+  // an env's time goes besides stepping (env_time_*_us in the metrics).
+  Counter* parked_us = nullptr;
+  Counter* action_wait_us = nullptr;
   StageTimer* env_stage = nullptr;
   // Where each frame's time went (EnvState::phases), per step.
   Histogram *physics_ms = nullptr, *render_ms = nullptr, *readback_ms = nullptr;
@@ -150,6 +155,7 @@ struct RolloutWorker::Impl {
     const bool episode_start = c.seg->n == 0;
     if (!grpo || episode_start) {
       const int64_t unit = grpo ? c.episodes : c.decisions;
+      c.park_ns = SteadyNowNs();  // read on resume; the gate's lock orders it
       if (!gate->TryAdmit(env, unit)) {
         parked->Set(gate->parked());
         return;  // resumed by OnPolicyVersion
@@ -216,6 +222,7 @@ struct RolloutWorker::Impl {
       ids.push_back(r.env);
       first.insert(first.end(), c.actions, c.actions + kActionDim);
       wait_for_action_ms->Observe((now - c.submit_ns) / 1e6);
+      action_wait_us->Add(static_cast<uint64_t>((now - c.submit_ns) / 1000));
     }
     const absl::Status sent = pool->Send(ids, first);
     // A stopped worker's pool is closed: its late replies are dropped.
@@ -375,6 +382,8 @@ absl::StatusOr<std::unique_ptr<RolloutWorker>> RolloutWorker::Create(
   m.parked = &r.gauge("envs_parked");
   auto ms = [] { return Histogram::Exponential(0.01, 1.6, 32); };
   m.wait_for_action_ms = &r.histogram("time_wait_for_action_ms", +ms);
+  m.parked_us = &r.counter("env_time_parked_us");
+  m.action_wait_us = &r.counter("env_time_action_wait_us");
   m.env_stage = &r.stage("stage_env");
   m.physics_ms = &r.histogram("time_env_physics_ms", +ms);
   m.render_ms = &r.histogram("time_env_render_ms", +ms);
@@ -409,7 +418,12 @@ void RolloutWorker::OnPolicyVersion(uint64_t version) {
   Impl& m = *impl_;
   // The gate counts policy versions of this run.
   const uint64_t steps = version - std::min(version, m.options.base_version);
-  for (int env : m.gate->Advance(steps)) m.Submit(env);
+  const int64_t now = SteadyNowNs();
+  for (int env : m.gate->Advance(steps)) {
+    m.parked_us->Add(
+        static_cast<uint64_t>((now - m.cursors[env].park_ns) / 1000));
+    m.Submit(env);
+  }
   m.parked->Set(m.gate->parked());
 }
 

@@ -46,6 +46,7 @@ class IntervalRecorder {
         progress_(stderr, ProgressLine::ParseMode(c.metrics.progress),
                   absl::Seconds(c.metrics.interval_s * 5)),
         workers_(std::max(1, static_cast<int>(c.threads.env_workers))),
+        envs_(std::max(1, static_cast<int>(c.env.num_envs))),
         actors_(
             c.run.mode == "sync"
                 ? 1
@@ -112,6 +113,13 @@ class IntervalRecorder {
     p.busy_env = 100 * (env_s - last_env_) / dt / workers_;
     p.busy_inference = 100 * (inf_s - last_inf_) / dt / actors_;
     p.busy_learner = 100 * (learn_s - last_learn_) / dt;
+    const double parked_us = s.Get("env_time_parked_us"),
+                 wait_us = s.Get("env_time_action_wait_us");
+    const double env_us = 1e6 * dt * envs_;
+    p.envs_parked = 100 * (parked_us - last_parked_us_) / env_us;
+    p.envs_awaiting = 100 * (wait_us - last_wait_us_) / env_us;
+    last_parked_us_ = parked_us;
+    last_wait_us_ = wait_us;
     const GpuSample gpu = gpus_.Sample();
     p.busy_gpu = gpu.busy_pct;
     p.gpu_memory_mib = gpu.memory_used_mib;
@@ -162,12 +170,14 @@ class IntervalRecorder {
     progress_.Update(absl::StrFormat(
         "%s%s %3.0fs | env %4.0f frames/s | trained %4.0f samples/s | step %d "
         "(%.2f s/step) | lag %.1f/%.0f | success %3.0f%% (%d ep) | busy env "
-        "%2.0f%% inf %2.0f%% learn %2.0f%% | queue req %d traj %d",
+        "%2.0f%% inf %2.0f%% learn %2.0f%% | envs parked %2.0f%% awaiting "
+        "actions %2.0f%% | queue req %d traj %d",
         options_.label, c_.run.mode, s.elapsed_s, frames_rate, trained_rate,
         static_cast<int64_t>(s.Get("optimizer_steps")), s.Get("s_per_step"),
         p.lag_mean, s.Get("policy_lag_max"), 100 * p.success_rate,
         static_cast<int64_t>(s.Get("episodes")), p.busy_env, p.busy_inference,
-        p.busy_learner, static_cast<int64_t>(s.Get("queue_request_depth")),
+        p.busy_learner, p.envs_parked, p.envs_awaiting,
+        static_cast<int64_t>(s.Get("queue_request_depth")),
         static_cast<int64_t>(s.Get("queue_trajectory_depth"))));
   }
 
@@ -193,9 +203,10 @@ class IntervalRecorder {
   std::unique_ptr<JsonlWriter> jsonl_;
   std::unique_ptr<TfEventsWriter> tfevents_;
   const GpuMonitor gpus_;  // opened once per run; unavailable without NVML
-  const int workers_, actors_;
+  const int workers_, envs_, actors_;
   const double window_s_;
   double last_t_ = 0, last_env_ = 0, last_inf_ = 0, last_learn_ = 0;
+  double last_parked_us_ = 0, last_wait_us_ = 0;
   std::deque<Count> window_;
   absl::Mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);

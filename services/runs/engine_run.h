@@ -31,6 +31,8 @@ struct RunSample {
   double success_rate = 0, lag_mean = 0;
   double busy_env = 0, busy_inference = 0, busy_learner = 0;  // percent
   double busy_gpu = -1, gpu_memory_mib = -1;  // NVML (GpuMonitor); -1: none
+  // Share of the envs' time parked by the admission gate / awaiting actions.
+  double envs_parked = 0, envs_awaiting = 0;  // percent
 };
 
 struct EngineRun {

@@ -64,7 +64,9 @@ struct RolloutCounters {
       : frames(m->counter("env_frames")),
         episodes(m->counter("episodes")),
         successes(m->counter("successes")),
-        faults(m->counter("env_faults")) {}
+        faults(m->counter("env_faults")),
+        parked_us(m->counter("env_time_parked_us")),
+        action_wait_us(m->counter("env_time_action_wait_us")) {}
 
   void Fill(const RolloutWorker& w, const WeightSubscriber& sub,
             const GrpcObservationChannel& obs, const RateMeter& rate,
@@ -84,26 +86,44 @@ struct RolloutCounters {
     st->set_env_faults(faults.value());
   }
 
-  // One progress line; returns the frame count it reported.
-  uint64_t Log(const ServeFlags& f, const WeightSubscriber& sub,
-               const GrpcObservationChannel& obs, uint64_t last) const {
-    const uint64_t n = frames.value();
+  // One progress line (the share of the envs' time since the last line spent
+  // parked by the admission gate and waiting for actions).
+  void Log(const ServeFlags& f, const WeightSubscriber& sub,
+           const GrpcObservationChannel& obs, int envs) {
+    const uint64_t n = frames.value(), p = parked_us.value(),
+                   a = action_wait_us.value();
+    const Clock::time_point now = Clock::now();
+    const double env_us = std::max(
+        1.0,
+        envs *
+            std::chrono::duration<double, std::micro>(now - last_log_).count());
     const ObservationClientStats os = obs.stats();
     spdlog::info(
         "rollout {}: {} frames (+{}), {} episodes, {} successes, "
-        "{} env faults, version {}, inference servers up {}/{} ({} "
-        "failovers, {} reconnects, {} retries)",
-        f.worker, n, n - last, episodes.value(), successes.value(),
-        faults.value(), sub.version(), os.servers_up, f.inference.size(),
+        "{} env faults, version {}, envs parked {:.0f}% / awaiting actions "
+        "{:.0f}%, inference servers up {}/{} ({} failovers, {} reconnects, "
+        "{} retries)",
+        f.worker, n, n - last_frames_, episodes.value(), successes.value(),
+        faults.value(), sub.version(), 100.0 * (p - last_parked_) / env_us,
+        100.0 * (a - last_wait_) / env_us, os.servers_up, f.inference.size(),
         os.failovers, os.reconnects, os.retries);
-    return n;
+    last_frames_ = n;
+    last_parked_ = p;
+    last_wait_ = a;
+    last_log_ = now;
   }
 
   Counter& frames;
   Counter& episodes;
   Counter& successes;
   Counter& faults;
+  Counter& parked_us;
+  Counter& action_wait_us;
   const Clock::time_point t0 = Clock::now();
+
+ private:
+  uint64_t last_frames_ = 0, last_parked_ = 0, last_wait_ = 0;
+  Clock::time_point last_log_ = t0;
 };
 
 // This worker's envs: global ids [worker x envs, ...), env i seeded with
@@ -209,10 +229,9 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     }
     return control.stop_requested();
   };
-  uint64_t last = 0;
   RunUntil(f.duration_s, c.metrics.interval_s, check, [&] {
     rate.Tick(counters.frames.value());
-    last = counters.Log(f, **sub, **obs, last);
+    counters.Log(f, **sub, **obs, envs);
   });
   heartbeats.reset();
   w->Stop();
