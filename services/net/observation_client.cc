@@ -375,7 +375,9 @@ void GrpcObservationChannel::ReconnectDue(absl::Time now) {
                                                 t.stub.get(), net_));
     t.live = streams_.back().get();
     t.live->Begin();
-    if (options_.sync) QueueNotice(t.live);  // registers the envs first
+    // Registers the envs first: the server then tells this stream each
+    // version it serves (the rollout's admission gate runs on it).
+    QueueNotice(t.live);
     if (t.lost_once) {
       ++stats_.reconnects;
       spdlog::info("inference {}: stream re-opened", t.address);

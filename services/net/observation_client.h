@@ -18,12 +18,14 @@
 // the server calls invalid (this worker and the server disagree on the spec)
 // end the channel with an error.
 //
-// Sync mode (options.sync, one server): the stream opens with an EnvNotice
-// registering this worker's envs, and every park or resume (NoteParked) queues
-// another one, ordered with the observations, so the server's barrier knows
-// which envs to wait for. The server's version notices go to the version
-// handler: in sync mode envs resume on the version the server serves, not
-// the learner's.
+// Each stream opens with an EnvNotice registering this worker's envs; the
+// server answers with the version it serves and a notice for every version
+// it loads after, and the newest of them goes to the version handler: envs
+// resume on the version their inference server serves, not the learner's
+// (whose weights may still be on their way; a decision taken on them would
+// be staler than the admission gate allowed). Sync mode (options.sync, one
+// server) adds a notice for every park or resume (NoteParked), ordered with
+// the observations, so the server's barrier knows which envs to wait for.
 //
 // Example:
 //   auto ch = GrpcObservationChannel::Create(options, net);

@@ -192,14 +192,14 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
       RolloutWorker::Create(ro, obs->get(), seg->get(), &metrics, &timeline);
   if (!worker.ok()) return FailRole("rollout", worker.status());
   RolloutWorker* w = worker->get();
+  // Parked envs resume on the version their inference server serves, in
+  // both modes: resuming on the learner's notice let the first decisions run
+  // on the previous weights (still on their way to the server), one version
+  // staler than the gate allows, and the learner dropped them (issue 28:
+  // envs parked half the time, 0.6 of one process). The learner's stream
+  // only reports its version here (status, log line).
+  (*obs)->SetVersionHandler([w](uint64_t v) { w->OnPolicyVersion(v); });
   WeightSubscriber::Callbacks cb;
-  if (s.options.sync) {
-    // Lock-step: envs resume on the version their inference server serves
-    // (the learner's may not have reached it yet).
-    (*obs)->SetVersionHandler([w](uint64_t v) { w->OnPolicyVersion(v); });
-  } else {
-    cb.on_version = [w](uint64_t v) { w->OnPolicyVersion(v); };
-  }
   absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
       WeightSubscriber::Start(
           {f.learner, true, s.parts.policy->kind(), ro.base_version}, s.net,

@@ -1,11 +1,11 @@
 // Starts the three roles as real `rl-vla3 serve` processes on loopback, with
 // a shared token, and checks what a user of the services relies on: they
-// train together, answer standard health checks, refuse calls without the
-// token, answer a malformed observation with INVALID_ARGUMENT naming the
-// field while serving everyone else, refuse every kind of malformed segment
-// naming its field while the learner trains on, tell a client the run's
-// settings, answer observations pending when a client half-closes, and stop
-// cleanly on SIGTERM.
+// train together without a sample dropped as stale, answer standard health
+// checks, refuse calls without the token, answer a malformed observation with
+// INVALID_ARGUMENT naming the field while serving everyone else, refuse every
+// kind of malformed segment naming its field while the learner trains on, tell
+// a client the run's settings, answer observations pending when a client
+// half-closes, and stop cleanly on SIGTERM.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -116,7 +116,7 @@ TEST_F(ServeTest, HealthChecksAnswerServing) {
 
 TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(150);
-  uint64_t steps = 0, rollout_version = 0, inference_version = 0;
+  uint64_t steps = 0, rollout_version = 0, inference_version = 0, dropped = 0;
   while (std::chrono::steady_clock::now() < end) {
     auto l = Status(Role::kLearner, learner_->address());
     auto i = Status(Role::kInference, inference_->address());
@@ -124,14 +124,20 @@ TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
     ASSERT_TRUE(l.ok() && i.ok() && r.ok())
         << l.status() << i.status() << r.status() << rollout_->Log();
     steps = l->optimizer_steps();
+    dropped = l->dropped_samples();
     inference_version = i->policy_version();
     rollout_version = r->policy_version();
-    if (steps >= 2 && inference_version >= 1 && rollout_version >= 1) break;
+    if (steps >= 4 && inference_version >= 1 && rollout_version >= 1) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  EXPECT_GE(steps, 2u) << learner_->Log();
+  EXPECT_GE(steps, 4u) << learner_->Log();
   EXPECT_GE(inference_version, 1u) << inference_->Log();
   EXPECT_GE(rollout_version, 1u) << rollout_->Log();
+  // Parked envs resume on the version their inference server serves: none
+  // of their decisions is staler than rl.max_policy_lag allows. (Resuming on
+  // the learner's notice, each segment's first decisions ran on the previous
+  // weights and the learner dropped whole segments from the third step on.)
+  EXPECT_EQ(dropped, 0u) << learner_->Log();
 }
 
 TEST_F(ServeTest, CallWithoutTokenIsUnauthenticated) {
