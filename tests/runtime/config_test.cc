@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -293,6 +294,27 @@ TEST(Config, EmptyFileMeansDefaults) {
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(ConfigToYaml(*d), defaults);
   ExpectDefaultFields(*d);
+}
+
+// Every config the project ships loads (the README's commands name them).
+TEST(Config, EveryShippedConfigLoads) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(
+           RLVLA3_SOURCE_DIR "/configs")) {
+    if (e.path().extension() != ".yaml") continue;
+    absl::StatusOr<Config> c = LoadConfig(e.path().string(), {});
+    EXPECT_TRUE(c.ok()) << e.path() << ": " << c.status();
+    ++n;
+  }
+  EXPECT_GE(n, 7);
+  // The node bench: GPU roles, 8 env workers over 64 envs.
+  absl::StatusOr<Config> node =
+      LoadConfig(RLVLA3_SOURCE_DIR "/configs/bench_node.yaml", {});
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->inference.device, "cuda");
+  EXPECT_EQ(node->learner.device, "cuda");
+  EXPECT_EQ(node->env.num_envs, 64);
+  EXPECT_EQ(node->threads.env_workers, 8);
 }
 
 }  // namespace
