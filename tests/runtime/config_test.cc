@@ -299,8 +299,8 @@ TEST(Config, EmptyFileMeansDefaults) {
 // Every config the project ships loads (the README's commands name them).
 TEST(Config, EveryShippedConfigLoads) {
   int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(
-           RLVLA3_SOURCE_DIR "/configs")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(RLVLA3_SOURCE_DIR "/configs")) {
     if (e.path().extension() != ".yaml") continue;
     absl::StatusOr<Config> c = LoadConfig(e.path().string(), {});
     EXPECT_TRUE(c.ok()) << e.path() << ": " << c.status();
