@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "policies/device.h"
+#include "policies/host_sync_counter.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/allocator.h"
 #include "runtime/rollout_segment.h"
@@ -124,7 +125,8 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
     for (auto& b : s->tokens) b = static_cast<uint8_t>(rng());
     segs.push_back(std::move(s));
   }
-  int64_t trained = 0;
+  int64_t trained = 0, steps = 0;
+  const HostSyncCounter syncs;  // this thread's, while the loop runs
   const auto t0 = Clock::now();
   while (Since(t0) < seconds) {
     std::vector<RolloutSegment*> batch;
@@ -140,11 +142,18 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
     }
     learner.Add(batch);
     while (learner.CanTrain()) learner.TrainMicroBatch();
-    if (learner.ReadyToStep()) trained += learner.Step().samples;
+    if (learner.ReadyToStep()) {
+      trained += learner.Step().samples;
+      ++steps;
+    }
     learner.MakeSnapshot();  // the publish cost is the learner's too
     learner.TakeConsumed();
   }
   out->learner_samples_per_s = static_cast<double>(trained) / Since(t0);
+  if (syncs.available() && steps > 0) {
+    out->learner_host_syncs_per_step =
+        static_cast<double>(syncs.count()) / static_cast<double>(steps);
+  }
 }
 
 struct StageLimit {

@@ -39,6 +39,9 @@ struct StageAlone {
   double inference_obs_per_s = 0;  // at the async batch size
   int inference_batch = 0;
   double learner_samples_per_s = 0;
+  // Host syncs LibTorch reported per optimizer step of the real LearnerCore
+  // (policies/host_sync_counter.h); -1 where it cannot count (no CUDA).
+  double learner_host_syncs_per_step = -1;
   // Per env frame (a decision drives rl.execute_steps frames).
   double inference_cpu_s_per_frame = 0, learner_cpu_s_per_frame = 0;
 };

@@ -27,7 +27,7 @@ std::string BenchHeader(const BenchResult& r) {
       "parameters\n"
       "stages alone: env %.0f frames/s (%.2f ms CPU/frame) | inference %.0f "
       "obs/s at batch %d (= %.0f frames/s) | learner %.0f samples/s (= %.0f "
-      "frames/s)\n"
+      "frames/s%s)\n"
       "env per frame: physics %.2f ms, render %.2f ms, readback %.2f ms, "
       "hand-off %.3f ms\n\n",
       r.config_path, r.duration_s, r.cores, r.allocator, r.latency, r.gpus,
@@ -36,8 +36,13 @@ std::string BenchHeader(const BenchResult& r) {
       1e3 * r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
       r.alone.inference_batch, r.alone.inference_obs_per_s * r.execute_steps,
       r.alone.learner_samples_per_s,
-      r.alone.learner_samples_per_s * r.execute_steps, r.alone.env_physics_ms,
-      r.alone.env_render_ms, r.alone.env_readback_ms, r.alone.env_handoff_ms);
+      r.alone.learner_samples_per_s * r.execute_steps,
+      r.alone.learner_host_syncs_per_step < 0
+          ? ""
+          : absl::StrFormat(", %.1f host syncs/step",
+                            r.alone.learner_host_syncs_per_step),
+      r.alone.env_physics_ms, r.alone.env_render_ms, r.alone.env_readback_ms,
+      r.alone.env_handoff_ms);
 }
 
 // Rows of the sync | async | async/sync table.
@@ -188,7 +193,8 @@ std::string BenchJson(const BenchResult& r) {
       "\"inference_obs_per_s\": %.3f, "
       "\"inference_batch\": %d, "
       "\"inference_cpu_s_per_frame\": %.6f, \"learner_samples_per_s\": %.3f, "
-      "\"learner_cpu_s_per_frame\": %.6f},\n"
+      "\"learner_cpu_s_per_frame\": %.6f, "
+      "\"learner_host_syncs_per_step\": %.2f},\n"
       "  \"modes\": {\n    \"sync\": %s,\n    \"async\": %s\n  },\n"
       "  \"ratio_async_over_sync\": %.4f,\n  \"pipeline_limit_frames_per_s\": "
       "%.3f,\n"
@@ -206,9 +212,10 @@ std::string BenchJson(const BenchResult& r) {
       r.alone.env_probe_frames_per_s, r.alone.inference_obs_per_s,
       r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
       r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,
-      mode(r.sync), mode(r.async), r.ratio_async_over_sync, r.pipeline_limit,
-      r.stage_limit, r.core_limit, r.pipeline_efficiency, r.bottleneck,
-      r.advice, processes(r.processes_sync), processes(r.processes_async));
+      r.alone.learner_host_syncs_per_step, mode(r.sync), mode(r.async),
+      r.ratio_async_over_sync, r.pipeline_limit, r.stage_limit, r.core_limit,
+      r.pipeline_efficiency, r.bottleneck, r.advice,
+      processes(r.processes_sync), processes(r.processes_async));
 }
 
 Report BenchReport(const BenchResult& r) {
