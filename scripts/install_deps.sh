@@ -17,7 +17,10 @@ PACKAGES=(
   # LibTorch's intra-op thread count.
   libopenblas0-openmp
   # simulation + headless rendering (EGL surfaceless on Mesa llvmpipe)
-  libmujoco-dev libqhull-dev libgl-dev libegl-dev libegl-mesa0 libgl1-mesa-dri libpng-dev
+  # (libopengl-dev: libOpenGL.so, which find_package(OpenGL COMPONENTS OpenGL) needs;
+  # a fresh Debian 12 lacks it: found building the image from debian:12)
+  libmujoco-dev libqhull-dev libgl-dev libopengl-dev libegl-dev libegl-mesa0 libgl1-mesa-dri
+  libpng-dev
   # runtime core
   libconcurrentqueue-dev libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   # tests and benchmarks
