@@ -2,12 +2,15 @@
 
 #include <utility>
 
+#include "runtime/steady_clock.h"
+
 namespace rlvla3 {
 
 AdmissionGate::AdmissionGate(int num_envs, int64_t quota,
                              int64_t max_policy_lag, Listener listener)
     : quota_(quota), max_lag_(max_policy_lag), listener_(std::move(listener)) {
   parked_unit_.assign(static_cast<size_t>(num_envs), -1);
+  parked_at_ns_.assign(static_cast<size_t>(num_envs), 0);
 }
 
 bool AdmissionGate::TryAdmit(int env, int64_t unit) {
@@ -16,22 +19,25 @@ bool AdmissionGate::TryAdmit(int env, int64_t unit) {
       (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
   if (unit < budget) return true;
   parked_unit_[static_cast<size_t>(env)] = unit;
+  parked_at_ns_[static_cast<size_t>(env)] = SteadyNowNs();
   ++parked_count_;
   ++parks_;
   if (listener_) listener_(absl::MakeConstSpan(&env, 1), true);
   return false;
 }
 
-std::vector<int> AdmissionGate::Advance(uint64_t version) {
+std::vector<int> AdmissionGate::Advance(uint64_t version, int64_t* parked_ns) {
   std::vector<int> out;
   std::lock_guard<std::mutex> lock(mu_);
   if (version > version_) version_ = version;
   const int64_t budget =
       (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
+  const int64_t now = SteadyNowNs();
   for (size_t e = 0; e < parked_unit_.size(); ++e) {
     if (parked_unit_[e] >= 0 && parked_unit_[e] < budget) {
       parked_unit_[e] = -1;
       --parked_count_;
+      if (parked_ns != nullptr) *parked_ns += now - parked_at_ns_[e];
       out.push_back(static_cast<int>(e));
     }
   }

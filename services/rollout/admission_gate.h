@@ -43,7 +43,8 @@ class AdmissionGate {
   bool TryAdmit(int env, int64_t unit);
   // The learner reached `version`; returns the parked envs now admitted (their
   // units are admitted too: the caller resumes them without asking again).
-  std::vector<int> Advance(uint64_t version);
+  // With `parked_ns`, adds the time those envs spent parked, summed.
+  std::vector<int> Advance(uint64_t version, int64_t* parked_ns = nullptr);
   // Releases every parked env regardless of budget (shutdown).
   std::vector<int> ReleaseAll();
 
@@ -57,7 +58,8 @@ class AdmissionGate {
   const Listener listener_;
   mutable std::mutex mu_;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<int64_t> parked_unit_ ABSL_GUARDED_BY(mu_);  // -1: not parked
+  std::vector<int64_t> parked_unit_ ABSL_GUARDED_BY(mu_);   // -1: not parked
+  std::vector<int64_t> parked_at_ns_ ABSL_GUARDED_BY(mu_);  // SteadyNowNs
   int parked_count_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t parks_ ABSL_GUARDED_BY(mu_) = 0;
 };

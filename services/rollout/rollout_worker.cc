@@ -36,7 +36,6 @@ struct EnvCursor {
   uint64_t env_frames = 0;           // this env's own frames so far
   uint64_t episode_start_env_frame = 0;
   int64_t submit_ns = 0;
-  int64_t park_ns = 0;  // when the gate last parked it
   int task = 0;
   float actions[kMaxChunk * kActionDim] = {};
 };
@@ -155,7 +154,6 @@ struct RolloutWorker::Impl {
     const bool episode_start = c.seg->n == 0;
     if (!grpo || episode_start) {
       const int64_t unit = grpo ? c.episodes : c.decisions;
-      c.park_ns = SteadyNowNs();  // read on resume; the gate's lock orders it
       if (!gate->TryAdmit(env, unit)) {
         parked->Set(gate->parked());
         return;  // resumed by OnPolicyVersion
@@ -418,12 +416,9 @@ void RolloutWorker::OnPolicyVersion(uint64_t version) {
   Impl& m = *impl_;
   // The gate counts policy versions of this run.
   const uint64_t steps = version - std::min(version, m.options.base_version);
-  const int64_t now = SteadyNowNs();
-  for (int env : m.gate->Advance(steps)) {
-    m.parked_us->Add(
-        static_cast<uint64_t>((now - m.cursors[env].park_ns) / 1000));
-    m.Submit(env);
-  }
+  int64_t parked_ns = 0;
+  for (int env : m.gate->Advance(steps, &parked_ns)) m.Submit(env);
+  m.parked_us->Add(static_cast<uint64_t>(parked_ns / 1000));
   m.parked->Set(m.gate->parked());
 }
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace rlvla3 {
 namespace {
@@ -37,6 +39,21 @@ TEST(AdmissionGate, LockStepWithZeroLag) {
   EXPECT_FALSE(gate.TryAdmit(0, 4));
   EXPECT_TRUE(gate.Advance(1).empty());
   EXPECT_EQ(gate.ReleaseAll(), std::vector<int>{0});
+}
+
+// The time parked envs waited comes back with them (the rollout's
+// env_time_parked_us), and only for the envs released.
+TEST(AdmissionGate, AdvanceReportsHowLongTheReleasedEnvsWereParked) {
+  AdmissionGate gate(2, /*quota=*/1, /*max_policy_lag=*/0);
+  EXPECT_FALSE(gate.TryAdmit(0, 1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(gate.TryAdmit(1, 2));
+  int64_t parked_ns = 0;
+  EXPECT_EQ(gate.Advance(1, &parked_ns), std::vector<int>{0});
+  EXPECT_GE(parked_ns, 20'000'000);
+  parked_ns = 0;
+  EXPECT_TRUE(gate.Advance(1, &parked_ns).empty());
+  EXPECT_EQ(parked_ns, 0);
 }
 
 }  // namespace
