@@ -51,7 +51,8 @@ EnvWorker::EnvWorker(EnvPoolState* state, int index)
       options_(state->options),
       index_(index),
       latency_(LatencyOf(state->options.latency)),
-      sweep_(static_cast<size_t>(std::max(1, state->options.max_sweep))) {
+      sweep_(static_cast<size_t>(std::max(1, state->options.max_sweep))),
+      timings_(sweep_.size()) {
   ready_.reserve(sweep_.size());
 }
 
@@ -65,16 +66,22 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
     if (!gl.ok()) return gl.status();
     w->gl_ = *std::move(gl);
   }
+  auto task_of = [&o](int i) -> const std::string& {
+    return o.tasks[static_cast<size_t>(i) % o.tasks.size()].name;
+  };
+  // Batched readback: one tile per image of this worker's envs of a task.
+  std::map<std::string, int> images;
+  for (int i = index; i < o.num_envs; i += workers) images[task_of(i)] += 2;
   for (int i = index; i < o.num_envs; i += workers) {
-    const std::string& task =
-        o.tasks[static_cast<size_t>(i) % o.tasks.size()].name;
+    const std::string& task = task_of(i);
     const std::shared_ptr<const TaskModel>& model = models.at(task);
     std::shared_ptr<Renderer> renderer;
     if (o.env.render) {
       std::shared_ptr<Renderer>& shared = w->renderers_[task];
       if (shared == nullptr) {
         absl::StatusOr<std::unique_ptr<Renderer>> made = Renderer::Create(
-            model->model(), o.env.image_width, o.env.image_height);
+            model->model(), o.env.image_width, o.env.image_height,
+            o.env.batch_readback ? images[task] : 1);
         if (!made.ok()) return made.status();
         shared = *std::move(made);
       }
@@ -91,7 +98,14 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
     slot.state.init_id = slot.env->init_id();
     slot.state.phases = slot.env->phases();
   }
+  w->FlushRenderers();  // the envs' first observations
   return w;
+}
+
+int64_t EnvWorker::FlushRenderers() {
+  RenderTimes t;
+  for (auto& [task, renderer] : renderers_) renderer->Flush(&t);
+  return t.readback_ns;
 }
 
 absl::Status EnvWorker::Run() {
@@ -103,9 +117,11 @@ absl::Status EnvWorker::Run() {
       return absl::OkStatus();
     }
     ready_.clear();
+    for (size_t k = 0; k < n; ++k) timings_[k] = StepEnv(sweep_[k]);
+    // One readback per renderer for the whole sweep, shared by its steps.
+    const int64_t share_ns = FlushRenderers() / static_cast<int64_t>(n);
     for (size_t k = 0; k < n; ++k) {
-      const int id = sweep_[k];
-      Release(id, StepEnv(id));
+      Release(sweep_[k], FinishStep(sweep_[k], timings_[k], share_ns));
     }
     const int64_t t0 = SteadyNowNs();
     for (int id : ready_) {
@@ -188,7 +204,7 @@ absl::Status EnvWorker::StepAndCheck(int id) {
   return CheckObservation(*out, options_.env);
 }
 
-EnvWorker::Clock::time_point EnvWorker::StepEnv(int id) {
+EnvWorker::StepTiming EnvWorker::StepEnv(int id) {
   EnvSlot& slot = *state_->slots[id];
   ManipulationEnv& env = *slot.env;
   const auto t0 = Clock::now();
@@ -223,15 +239,24 @@ EnvWorker::Clock::time_point EnvWorker::StepEnv(int id) {
   slot.state.step = env.step_count();
   slot.state.episode_id = env.episode_id();
   slot.state.init_id = env.init_id();
-  slot.state.phases = env.phases();
-  state_->phases.Add(env.phases());
-  const auto t1 = Clock::now();
+  return {t0, Clock::now()};
+}
+
+EnvWorker::Clock::time_point EnvWorker::FinishStep(int id,
+                                                   const StepTiming& timing,
+                                                   int64_t readback_share_ns) {
+  EnvSlot& slot = *state_->slots[id];
+  StepPhases phases = slot.env->phases();
+  phases.readback_ms += static_cast<double>(readback_share_ns) / 1e6;
+  slot.state.phases = phases;
+  state_->phases.Add(phases);
+  const auto ended = timing.ended + std::chrono::nanoseconds(readback_share_ns);
   slot.state.step_ms =
-      std::chrono::duration<double, std::milli>(t1 - t0).count();
-  slot.state.step_begin_ns = t0.time_since_epoch().count();
-  slot.state.step_end_ns = t1.time_since_epoch().count();
+      std::chrono::duration<double, std::milli>(ended - timing.began).count();
+  slot.state.step_begin_ns = timing.began.time_since_epoch().count();
+  slot.state.step_end_ns = ended.time_since_epoch().count();
   state_->step_ms.Observe(slot.state.step_ms);
-  return t0;
+  return timing.began;
 }
 
 }  // namespace rlvla3

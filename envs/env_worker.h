@@ -8,9 +8,11 @@
 // episode end), then announces them together, so their requests reach the
 // inference batcher as one group. A step that throws, outlives
 // step_deadline_s or returns a broken observation ends its episode as a
-// fault (counted; the env resets on its next Send). Each frame's phases
-// (physics, render, readback) and the announcement's hand-off are summed
-// into the pool's counters.
+// fault (counted; the env resets on its next Send). With batched readback
+// (env.batch_readback) the sweep's images are drawn as each env steps and
+// read back once per task's renderer before any is announced. Each frame's
+// phases (physics, render, its share of the readback) and the
+// announcement's hand-off are summed into the pool's counters.
 //
 // Example (what EnvPool::Create runs on each worker thread):
 //   absl::StatusOr<std::unique_ptr<EnvWorker>> w =
@@ -53,9 +55,19 @@ class EnvWorker {
  private:
   using Clock = std::chrono::steady_clock;
   EnvWorker(EnvPoolState* state, int index);
-  // Steps (or resets) env `id` and fills its state; returns when the step
-  // began (the latency model counts from there).
-  Clock::time_point StepEnv(int id);
+  struct StepTiming {
+    Clock::time_point began, ended;
+  };
+  // Steps (or resets) env `id` and fills its state but its images, which
+  // land at the sweep's FlushRenderers (batched readback) or already have.
+  StepTiming StepEnv(int id);
+  // Reads back every renderer's drawn images; returns the time it took.
+  int64_t FlushRenderers();
+  // Records the step's phases and time, with its share of the sweep's
+  // readback; returns when the step began (the latency model counts from
+  // there).
+  Clock::time_point FinishStep(int id, const StepTiming& timing,
+                               int64_t readback_share_ns);
   void ResetEnv(EnvSlot& slot);
   // Steps env `id` (injecting a planned fault); a broken output is returned.
   absl::Status StepAndCheck(int id);
@@ -69,6 +81,7 @@ class EnvWorker {
   std::map<std::string, std::shared_ptr<Renderer>> renderers_;  // per task
   std::lognormal_distribution<double> latency_;
   std::vector<int> sweep_, ready_;
+  std::vector<StepTiming> timings_;  // of the sweep's steps
 };
 
 }  // namespace rlvla3

@@ -196,8 +196,9 @@ void ManipulationEnv::Observe(int64_t began_ns) {
   phases_ = StepPhases{(SteadyNowNs() - began_ns) / 1e6, 0, 0};
   if (renderer_) {
     RenderTimes t;
-    renderer_->Render(model(), d, agentview_cam_, obs_.agentview.data(), &t);
-    renderer_->Render(model(), d, wrist_cam_, obs_.wrist.data(), &t);
+    renderer_->Draw(model(), d, agentview_cam_, obs_.agentview.data(), &t);
+    renderer_->Draw(model(), d, wrist_cam_, obs_.wrist.data(), &t);
+    if (!options_.batch_readback) renderer_->Flush(&t);
     phases_.render_ms = t.render_ns / 1e6;
     phases_.readback_ms = t.readback_ns / 1e6;
   }

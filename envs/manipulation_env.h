@@ -47,6 +47,10 @@ struct EnvOptions {
   // Who renders (envs/egl_context.h); the env pool resolves kAuto for its
   // worker count.
   RenderBackend render_backend = RenderBackend::kAuto;
+  // Images of a step are drawn, and land in observation() at the renderer's
+  // next Flush (envs/renderer.h), not before Step returns: the env pool
+  // flushes once per sweep, reading back every env's images together.
+  bool batch_readback = false;
   int physics_substeps = 25;  // per control step: 500 Hz physics, 20 Hz control
   bool shaped_reward = false;  // add -0.1 * distance(eef, goal object) per step
   ArmControllerOptions controller;

@@ -94,6 +94,8 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
   s->Choice("env.render_backend", &c->env.render_backend,
             {"auto", "gpu", "mesa"},
             "who renders: a GPU's EGL device, Mesa llvmpipe, or auto (README)");
+  s->Bool("env.batch_readback", &c->env.batch_readback,
+          "read an env worker's images back once per sweep, not per image");
   s->String("env.tasks", &c->env.tasks,
             "comma-separated task names or task files, or \"all\"");
   s->Real("env.latency_mean_ms", &c->env.latency_mean_ms,

@@ -12,6 +12,14 @@
 # bench: bench_cpu and bench_libero_latency with both roles on the CPU, then on the GPU at
 #   1.44 M and 106 M parameters (BENCH_SECONDS per mode, default 20; nvidia-smi sampled
 #   beside each run as a check on report.html's NVML figure).
+# envtest, envscale, placement, node (issue 28, one node): the env tests on NVIDIA's EGL; the
+#   env stage alone at 1..12 workers per backend, batched readback on and off (SWEEP_S s per
+#   point; carry .device-mesa too for Mesa; envscale_each: batched readback off);
+#   bench_libero_latency with --placement processes; bench_node on the fastest env setting
+#   measured, and in the rollout-processes shape. One call for issue 28:
+#     DEADLINE_S=560 bash scripts/gpu_figures.sh build envtest envscale placement node envprocs \
+#       envscale_each
+# envprocs: the env stage alone as N processes of one worker each (PROC_COUNTS), summed.
 # DEADLINE_S (default 570): phases and benches that would start too late are skipped.
 # Logs, JSON and the benches' report.html go to $OUT/gpu_figures.tgz (default runs/).
 set -uo pipefail
@@ -33,7 +41,7 @@ BIG=(--set policy.d_model=768 --set policy.heads=12 --set policy.layers=14)
 
 bench() {  # NAME CONFIG ARGS...
   local name=$1 cfg=$2; shift 2
-  local cap=$(( 4 * SECONDS_PER_MODE + 30 ))
+  local cap=${BENCH_CAP:-$(( 4 * SECONDS_PER_MODE + 30 ))}
   if [ "$(left)" -lt "$cap" ]; then echo "== $name skipped ($(left) s left)"; return; fi
   nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv -lms 500 \
     >"$OUT/nvidia_smi_$name.csv" 2>/dev/null &
@@ -45,6 +53,63 @@ bench() {  # NAME CONFIG ARGS...
   kill "$smi" 2>/dev/null
   echo "== $name (exit $rc)"; grep -E "^rl-vla3 bench|^devices|^stages|async|sync|bottleneck|GPU busy" \
     "$OUT/bench_$name.txt" | head -14
+}
+
+# The env stage alone at 1..12 workers (issue 28's table): GL = nvidia or mesa
+# (.device/env.sh's EGL vendor; mesa needs .device-mesa carried), BACKEND =
+# gpu or mesa, BATCH = env.batch_readback.
+sweep() {  # NAME GL BACKEND BATCH
+  local name=$1
+  if [ "$(left)" -lt 40 ]; then echo "== envscale $name skipped ($(left) s left)"; return; fi
+  ( export RLVLA3_GL=$2; source .device/env.sh
+    timeout 150 "$B/services/rl-vla3" bench --config configs/bench_cpu.yaml \
+      --env-workers "${SWEEP_WORKERS:-1,2,4,8,12}" --duration "${SWEEP_S:-3}" \
+      --set env.render_backend="$3" --set env.batch_readback="$4" \
+      --set run.out_dir="$OUT/runs" --set run.name="envscale_$name" \
+      --json "$OUT/envscale_$name.json" >"$OUT/envscale_$name.txt" 2>&1 )
+  echo "== envscale $name (exit $?)"; grep -A7 "^workers" "$OUT/envscale_$name.txt"
+}
+
+# The env stage alone as N processes of one worker each (threads vs processes):
+# their frames/s summed, for N in PROC_COUNTS.
+env_processes() {  # GL BACKEND
+  local gl=$1 backend=$2 n i
+  for n in ${PROC_COUNTS:-2 4 8 12}; do
+    if [ "$(left)" -lt 30 ]; then echo "== envprocs skipped ($(left) s left)"; return; fi
+    ( export RLVLA3_GL=$gl; source .device/env.sh
+      for i in $(seq 1 "$n"); do
+        timeout 60 "$B/services/rl-vla3" bench --config configs/bench_cpu.yaml --env-workers 1 \
+          --duration "${SWEEP_S:-3}" --set env.render_backend="$backend" \
+          --set run.out_dir="$OUT/runs" --set run.name="envprocs_${backend}_${n}_$i" \
+          --json "$OUT/envprocs_${backend}_${n}_$i.json" >"$OUT/envprocs_${backend}_${n}_$i.txt" 2>&1 &
+      done
+      wait )
+    python3 - "$OUT" "$backend" "$n" <<'PY'
+import glob, json, sys
+out, backend, n = sys.argv[1:]
+pts = [json.load(open(f))["points"][0] for f in glob.glob(f"{out}/envprocs_{backend}_{n}_*.json")]
+fps = sum(p["frames_per_s"] for p in pts)
+cpu = sum(p["cpu_ms_per_frame"] * p["frames_per_s"] for p in pts) / max(fps, 1e-9)
+print(f"envprocs {backend}: {n} processes x 1 worker x 8 envs: {len(pts)} reported, "
+      f"{fps:.0f} frames/s together, CPU {cpu:.2f} ms/frame")
+PY
+  done
+}
+
+# The fastest batched sweep point: "GL BACKEND WORKERS".
+best_env_point() {
+  python3 - "$OUT" <<'PY'
+import json, os, sys
+best = ("nvidia", "gpu", 2, 0.0)
+for gl, backend in (("nvidia", "gpu"), ("mesa", "mesa")):
+    path = os.path.join(sys.argv[1], f"envscale_{backend}_batched.json")
+    if not os.path.exists(path):
+        continue
+    for p in json.load(open(path))["points"]:
+        if p["frames_per_s"] > best[3]:
+            best = (gl, backend, p["workers"], p["frames_per_s"])
+print(best[0], best[1], best[2])
+PY
 }
 
 for phase in "${phases[@]}"; do
@@ -96,6 +161,37 @@ for phase in "${phases[@]}"; do
         bench "${cfg}_gpu_small" "$cfg" "${GPU[@]}"
         bench "${cfg}_gpu_big" "$cfg" "${GPU[@]}" "${BIG[@]}"
       done ;;
-    *) echo "gpu_figures: unknown phase $phase (build, test, figures, bench)"; exit 2 ;;
+    envtest)  # the env pool's and renderer's tests on NVIDIA's EGL (batched readback)
+      source .device/env.sh
+      (cd "$B" && timeout 60 ctest -R "env_pool|renderer|manipulation_env" --output-on-failure) \
+        >"$OUT/envtest.log" 2>&1
+      grep -E "tests passed|tests failed|\(Failed\)|Skipped\)" "$OUT/envtest.log" ;;
+    envscale)
+      sweep gpu_batched nvidia gpu true
+      sweep mesa_batched mesa mesa true ;;
+    envprocs)  # the env stage as processes of one worker each, both backends
+      env_processes nvidia gpu
+      env_processes mesa mesa ;;
+    envscale_each)  # one readback per image, as before batched readback
+      sweep gpu_each nvidia gpu false
+      sweep mesa_each mesa mesa false ;;
+    placement)  # issue 28: processes vs one process, bench_libero_latency
+      source .device/env.sh
+      SECONDS_PER_MODE=${PLACEMENT_SECONDS:-15} BENCH_CAP=140 bench placement bench_libero_latency \
+        --placement processes
+      grep -E "processes" "$OUT/bench_placement.txt" | head -6 ;;
+    node)  # bench_node on the fastest env setting the sweeps measured
+      read -r gl backend workers <<<"$(best_env_point)"
+      echo "bench_node: GL $gl, env.render_backend $backend, $workers env workers"
+      ( export RLVLA3_GL=$gl; source .device/env.sh
+        SECONDS_PER_MODE=${NODE_SECONDS:-12} bench node bench_node \
+          --set env.render_backend="$backend" --set threads.env_workers="$workers" )
+      ( source .device/env.sh
+        SECONDS_PER_MODE=${NODE_SECONDS:-12} BENCH_CAP=120 bench node_rollout_processes bench_node \
+          --placement processes --set cluster.rollout_workers=4 --set env.num_envs=16 \
+          --set threads.env_workers=2 )
+      grep -E "processes" "$OUT/bench_node_rollout_processes.txt" | head -6 ;;
+    *) echo "gpu_figures: unknown phase $phase (build, test, figures, bench, envtest," \
+         "envscale, placement, node, envprocs, envscale_each)"; exit 2 ;;
   esac
 done

@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "envs/task_file.h"
 #include "policies/device.h"
 #include "policies/host_sync_counter.h"
 #include "policies/tiny_vla_policy.h"
@@ -21,6 +22,7 @@
 #include "services/options/config_bridge.h"
 #include "services/options/engine_config.h"
 #include "services/runs/engine_run.h"
+#include "services/runs/env_stage_bench.h"
 
 namespace rlvla3 {
 namespace {
@@ -34,30 +36,15 @@ double Since(Clock::time_point t0) {
 // The env pool alone, stepping every env with a zero action.
 absl::Status BenchEnvs(const EnvPoolOptions& options, double seconds,
                        StageAlone* out) {
-  absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
-  if (!pool.ok()) return pool.status();
-  EnvPool& p = **pool;
-  std::vector<int> ready;
-  std::vector<float> zeros;
-  const auto t0 = Clock::now();
-  const uint64_t steps0 = p.stats().steps;
-  while (Since(t0) < seconds) {
-    ready.clear();
-    if (absl::Status s = p.Recv(1, absl::Seconds(30), &ready); !s.ok())
-      return s;
-    zeros.assign(ready.size() * kActionDim, 0.0f);
-    if (absl::Status s = p.Send(ready, zeros); !s.ok()) return s;
-  }
-  const double wall = Since(t0);
-  const EnvPoolStats st = p.stats();
-  out->env_frames_per_s = static_cast<double>(st.steps - steps0) / wall;
-  out->env_cpu_s_per_frame = st.step_ms.count > 0 ? st.step_ms.mean() / 1e3 : 0;
-  out->env_physics_ms = st.phases.physics_ms;
-  out->env_render_ms = st.phases.render_ms;
-  out->env_readback_ms = st.phases.readback_ms;
-  out->env_handoff_ms = st.handoff_ms;
-  out->env_workers = p.num_threads();
-  p.Close();
+  absl::StatusOr<EnvStageFigures> f = MeasureEnvStage(options, seconds);
+  if (!f.ok()) return f.status();
+  out->env_frames_per_s = f->frames_per_s;
+  out->env_cpu_s_per_frame = f->wall_ms_per_frame / 1e3;
+  out->env_physics_ms = f->physics_ms;
+  out->env_render_ms = f->render_ms;
+  out->env_readback_ms = f->readback_ms;
+  out->env_handoff_ms = f->handoff_ms;
+  out->env_workers = f->workers;
   return absl::OkStatus();
 }
 
@@ -339,6 +326,17 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
           : 0;
   FindBottleneck(&r);
   return r;
+}
+
+absl::StatusOr<EnvScaling> RunBenchEnvScaling(const Config& c,
+                                              const std::vector<int>& workers,
+                                              int envs_per_worker,
+                                              double seconds) {
+  absl::StatusOr<std::vector<TaskSpec>> tasks =
+      ResolveTaskList(c.env.tasks, "env.tasks");
+  if (!tasks.ok()) return tasks.status();
+  return RunEnvScaling(EnvPoolOptionsFromConfig(c, *tasks), workers,
+                       envs_per_worker, seconds);
 }
 
 std::string EnvBoundAdvice(const StageAlone& a) {

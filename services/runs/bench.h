@@ -17,11 +17,13 @@
 #define RLVLA3_SERVICES_RUNS_BENCH_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
 #include "services/runs/bench_processes.h"
 #include "services/runs/engine_run.h"
+#include "services/runs/env_stage_bench.h"
 
 namespace rlvla3 {
 
@@ -87,6 +89,12 @@ absl::StatusOr<BenchResult> RunBench(const Config& c,
                                      const std::string& run_dir,
                                      double duration_s,
                                      const BenchPlacement& placement = {});
+// `rl-vla3 bench --env-workers`: the config's env stage alone at each of
+// `workers` env workers, `envs_per_worker` envs each (env_stage_bench.h).
+absl::StatusOr<EnvScaling> RunBenchEnvScaling(const Config& c,
+                                              const std::vector<int>& workers,
+                                              int envs_per_worker,
+                                              double seconds);
 std::string FormatBenchTable(const BenchResult& r);
 std::string BenchJson(const BenchResult& r);
 Report BenchReport(const BenchResult& r);

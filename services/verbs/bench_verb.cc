@@ -2,8 +2,11 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "runtime/logging.h"
 #include "runtime/report_html.h"
 #include "runtime/stop_signal.h"
@@ -16,11 +19,57 @@
 namespace rlvla3 {
 namespace {
 
+// --env-workers 1,2,4,8: the env stage alone at each worker count.
+int EnvScalingBench(const VerbArgs& f, const Config& c, double seconds,
+                    const std::string& dir) {
+  std::vector<int> workers;
+  for (absl::string_view w :
+       absl::StrSplit(f.Get("--env-workers", ""), ',', absl::SkipEmpty())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(w, &n) || n < 1 || n > 1024) {
+      std::fprintf(stderr,
+                   "rl-vla3: --env-workers expects worker counts 1..1024 "
+                   "separated by commas, got '%s'\n",
+                   std::string(w).c_str());
+      return kExitUsage;
+    }
+    workers.push_back(n);
+  }
+  int per_worker = 8;
+  const std::string e = f.Get("--envs-per-worker", "8");
+  if (workers.empty() || !absl::SimpleAtoi(e, &per_worker) || per_worker < 1) {
+    std::fprintf(stderr,
+                 "rl-vla3: --env-workers expects a list such as 1,2,4,8 and "
+                 "--envs-per-worker a count >= 1 (got '%s')\n",
+                 e.c_str());
+    return kExitUsage;
+  }
+  absl::StatusOr<EnvScaling> s =
+      RunBenchEnvScaling(c, workers, per_worker, seconds);
+  if (!s.ok()) {
+    spdlog::error("bench: {}", s.status().ToString());
+    return kExitFailure;
+  }
+  const std::string table = FormatEnvScaling(*s);
+  const std::string json_path = f.Get("--json", dir + "/env_scaling.json");
+  for (const auto& [path, text] :
+       {std::pair<std::string, std::string>{json_path, EnvScalingJson(*s)},
+        {dir + "/env_scaling.txt", table}}) {
+    if (absl::Status w = WriteTextFile(path, text); !w.ok()) {
+      spdlog::error("bench: {}", w.ToString());
+      return kExitFailure;
+    }
+  }
+  std::printf("%s\njson: %s\n", table.c_str(), json_path.c_str());
+  return kExitOk;
+}
+
 int VerbBench(const VerbArgs& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
-  double duration = 60;
-  const std::string d = f.Get("--duration", "60");
+  const bool scaling = !f.All("--env-workers").empty();
+  double duration = scaling ? 5 : 60;
+  const std::string d = f.Get("--duration", scaling ? "5" : "60");
   if (!absl::SimpleAtod(d, &duration) || duration <= 0) {
     std::fprintf(stderr, "rl-vla3: --duration expects seconds > 0, got '%s'\n",
                  d.c_str());
@@ -33,6 +82,7 @@ int VerbBench(const VerbArgs& f) {
     return kExitFailure;
   }
   InstallStopSignalHandlers();
+  if (scaling) return EnvScalingBench(f, *c, duration, *dir);
   const std::string config_name =
       f.config_path.empty() ? "(defaults)" : f.config_path;
   BenchPlacement placement;
@@ -85,13 +135,18 @@ Verb BenchVerb() {
       "bench",
       "each stage alone, then sync vs async side by side on the same config\n"
       "  --duration SECONDS      per mode (default 60)\n"
+      "  --env-workers 1,2,4,8   only the env stage alone, at each of these\n"
+      "                          env worker counts (--duration per point,\n"
+      "                          default 5): frames/s, CPU per frame, phases\n"
+      "  --envs-per-worker N     envs per worker there (default 8)\n"
       "  --json PATH             figures as JSON (default "
       "<run folder>/bench.json)\n"
       "  --placement processes   also run async as separate processes (up\n"
       "                          --local) in the same table (default: "
       "process;\n"
       "                          sync runs in one process only)\n",
-      {"--mode", "--duration", "--json", "--placement"},
+      {"--mode", "--duration", "--json", "--placement", "--env-workers",
+       "--envs-per-worker"},
       {},
       VerbBench};
 }

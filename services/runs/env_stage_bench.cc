@@ -1,0 +1,145 @@
+#include "services/runs/env_stage_bench.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "envs/egl_context.h"
+
+namespace rlvla3 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// CPU time of every thread of this process, in seconds.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+}  // namespace
+
+absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
+                                                double seconds) {
+  absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
+  if (!pool.ok()) return pool.status();
+  EnvPool& p = **pool;
+  std::vector<int> ready;
+  std::vector<float> zeros;
+  const double cpu0 = ProcessCpuSeconds();
+  const auto t0 = Clock::now();
+  const uint64_t steps0 = p.stats().steps;
+  while (Since(t0) < seconds) {
+    ready.clear();
+    if (absl::Status s = p.Recv(1, absl::Seconds(30), &ready); !s.ok())
+      return s;
+    zeros.assign(ready.size() * kActionDim, 0.0f);
+    if (absl::Status s = p.Send(ready, zeros); !s.ok()) return s;
+  }
+  const double wall = Since(t0);
+  const double cpu = ProcessCpuSeconds() - cpu0;
+  const EnvPoolStats st = p.stats();
+  const double frames = static_cast<double>(st.steps - steps0);
+  EnvStageFigures f;
+  f.workers = p.num_threads();
+  f.envs = p.num_envs();
+  f.frames_per_s = frames / wall;
+  f.wall_ms_per_frame = st.step_ms.count > 0 ? st.step_ms.mean() : 0;
+  f.cpu_ms_per_frame = frames > 0 ? 1e3 * cpu / frames : 0;
+  f.physics_ms = st.phases.physics_ms;
+  f.render_ms = st.phases.render_ms;
+  f.readback_ms = st.phases.readback_ms;
+  f.handoff_ms = st.handoff_ms;
+  f.backend = options.env.render
+                  ? RenderBackendName(p.options().env.render_backend)
+                  : "none";
+  p.Close();
+  return f;
+}
+
+absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
+                                         const std::vector<int>& workers,
+                                         int envs_per_worker, double seconds) {
+  EnvScaling out;
+  out.width = base.env.image_width;
+  out.height = base.env.image_height;
+  out.batch_readback = base.env.batch_readback;
+  out.seconds = seconds;
+  out.cores =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (int w : workers) {
+    EnvPoolOptions o = base;
+    o.num_threads = w;
+    o.num_envs = w * envs_per_worker;
+    o.max_sweep = envs_per_worker;  // a worker's envs, stepped together
+    o.latency = LatencyModel{};
+    o.faults = FaultPlan{};
+    o.on_ready = nullptr;
+    spdlog::info("bench: env stage alone, {} workers x {} envs, {:.0f} s", w,
+                 envs_per_worker, seconds);
+    absl::StatusOr<EnvStageFigures> f = MeasureEnvStage(o, seconds);
+    if (!f.ok()) return f.status();
+    out.points.push_back(*f);
+  }
+  return out;
+}
+
+std::string FormatEnvScaling(const EnvScaling& s) {
+  std::string t = absl::StrFormat(
+      "rl-vla3 bench --env-workers: the env stage alone (zero actions, no "
+      "inference or learner), %dx%d, two cameras, batched readback %s, %.0f s "
+      "per point, %d cores\n",
+      s.width, s.height, s.batch_readback ? "on" : "off", s.seconds, s.cores);
+  absl::StrAppend(&t,
+                  "workers  envs  backend  frames/s  speed-up  CPU ms/frame  "
+                  "wall ms/frame  physics  render  readback  hand-off\n");
+  const double first = s.points.empty() ? 0 : s.points.front().frames_per_s;
+  for (const EnvStageFigures& p : s.points) {
+    absl::StrAppendFormat(
+        &t,
+        "%7d  %4d  %-7s  %8.0f  %7.2fx  %12.2f  %13.2f  %7.2f  %6.2f  "
+        "%8.2f  %8.3f\n",
+        p.workers, p.envs, p.backend, p.frames_per_s,
+        first > 0 ? p.frames_per_s / first : 0, p.cpu_ms_per_frame,
+        p.wall_ms_per_frame, p.physics_ms, p.render_ms, p.readback_ms,
+        p.handoff_ms);
+  }
+  absl::StrAppend(&t,
+                  "(CPU ms/frame: the whole process's CPU time per frame; wall "
+                  "ms/frame: a worker's, and its phases)\n");
+  return t;
+}
+
+std::string EnvScalingJson(const EnvScaling& s) {
+  std::vector<std::string> points;
+  for (const EnvStageFigures& p : s.points) {
+    points.push_back(absl::StrFormat(
+        "{\"workers\": %d, \"envs\": %d, \"backend\": \"%s\", "
+        "\"frames_per_s\": %.3f, \"cpu_ms_per_frame\": %.4f, "
+        "\"wall_ms_per_frame\": %.4f, \"physics_ms\": %.4f, "
+        "\"render_ms\": %.4f, \"readback_ms\": %.4f, \"handoff_ms\": "
+        "%.4f}",
+        p.workers, p.envs, p.backend, p.frames_per_s, p.cpu_ms_per_frame,
+        p.wall_ms_per_frame, p.physics_ms, p.render_ms, p.readback_ms,
+        p.handoff_ms));
+  }
+  return absl::StrFormat(
+      "{\n  \"width\": %d,\n  \"height\": %d,\n  \"batch_readback\": "
+      "%s,\n  \"seconds_per_point\": %.1f,\n  \"cores\": %d,\n  "
+      "\"points\": [\n    %s\n  ]\n}\n",
+      s.width, s.height, s.batch_readback ? "true" : "false", s.seconds,
+      s.cores, absl::StrJoin(points, ",\n    "));
+}
+
+}  // namespace rlvla3

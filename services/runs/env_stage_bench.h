@@ -1,0 +1,62 @@
+// File: services/runs/env_stage_bench.h
+// -----------------------------------------------------------------------------
+// The env stage alone: an env pool stepped with zero actions as fast as its
+// workers go (no inference, no learner). MeasureEnvStage is one point (the
+// bench's "stages alone" uses it); RunEnvScaling repeats it at several worker
+// counts with a fixed number of envs per worker (`rl-vla3 bench
+// --env-workers 1,2,4,8`), to show how env stepping scales on a machine and
+// render backend: frames/s, the speed-up over the first point, the process's
+// CPU time per frame (every thread's: the workers', llvmpipe's, the GL
+// driver's), each worker's wall time per frame and its phases.
+//
+// Example:
+//   absl::StatusOr<EnvScaling> s =
+//       RunEnvScaling(pool_options, {1, 2, 4, 8}, /*envs_per_worker=*/8, 5.0);
+//   if (s.ok()) std::printf("%s", FormatEnvScaling(*s).c_str());
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_RUNS_ENV_STAGE_BENCH_H_
+#define RLVLA3_SERVICES_RUNS_ENV_STAGE_BENCH_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "envs/env_pool.h"
+
+namespace rlvla3 {
+
+struct EnvStageFigures {
+  int workers = 0;
+  int envs = 0;
+  std::string backend;  // env.render_backend as the pool resolved it
+  double frames_per_s = 0;
+  // A worker's wall time per frame (its step, with its share of the sweep's
+  // readback), and the whole process's CPU time per frame.
+  double wall_ms_per_frame = 0;
+  double cpu_ms_per_frame = 0;
+  // Its phases per frame, ms: physics, render, readback, hand-off (EnvPool).
+  double physics_ms = 0, render_ms = 0, readback_ms = 0, handoff_ms = 0;
+};
+
+// Steps the pool made from `options` for `seconds`.
+absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
+                                                double seconds);
+
+struct EnvScaling {
+  int width = 0, height = 0;
+  bool batch_readback = false;
+  double seconds = 0;  // per point
+  int cores = 0;
+  std::vector<EnvStageFigures> points;
+};
+
+// `base` at each worker count in `workers`, with envs_per_worker envs each.
+absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
+                                         const std::vector<int>& workers,
+                                         int envs_per_worker, double seconds);
+std::string FormatEnvScaling(const EnvScaling& s);
+std::string EnvScalingJson(const EnvScaling& s);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_RUNS_ENV_STAGE_BENCH_H_
