@@ -162,6 +162,11 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
   if (o.env.render) {
     resolved.env.render_backend =
         ResolveRenderBackend(o.env.render_backend, threads);
+    if (o.env.readback == Readback::kAuto) {
+      resolved.env.readback = resolved.env.render_backend == RenderBackend::kGpu
+                                  ? Readback::kBatched
+                                  : Readback::kPerImage;
+    }
   }
   std::unique_ptr<EnvPool> pool(new EnvPool(resolved));
   EnvPoolState& state = pool->impl_->state;

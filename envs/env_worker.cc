@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
       if (shared == nullptr) {
         absl::StatusOr<std::unique_ptr<Renderer>> made = Renderer::Create(
             model->model(), o.env.image_width, o.env.image_height,
-            o.env.batch_readback ? images[task] : 1);
+            o.env.readback == Readback::kBatched ? images[task] : 1);
         if (!made.ok()) return made.status();
         shared = *std::move(made);
       }

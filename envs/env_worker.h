@@ -9,7 +9,7 @@
 // inference batcher as one group. A step that throws, outlives
 // step_deadline_s or returns a broken observation ends its episode as a
 // fault (counted; the env resets on its next Send). With batched readback
-// (env.batch_readback) the sweep's images are drawn as each env steps and
+// (env.readback) the sweep's images are drawn as each env steps and
 // read back once per task's renderer before any is announced. Each frame's
 // phases (physics, render, its share of the readback) and the
 // announcement's hand-off are summed into the pool's counters.

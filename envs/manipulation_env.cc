@@ -6,6 +6,26 @@
 #include "runtime/steady_clock.h"
 
 namespace rlvla3 {
+
+const char* ReadbackName(Readback r) {
+  switch (r) {
+    case Readback::kAuto:
+      return "auto";
+    case Readback::kPerImage:
+      return "per_image";
+    case Readback::kBatched:
+      return "batched";
+  }
+  return "?";
+}
+
+std::optional<Readback> ParseReadback(absl::string_view name) {
+  for (Readback r :
+       {Readback::kAuto, Readback::kPerImage, Readback::kBatched}) {
+    if (name == ReadbackName(r)) return r;
+  }
+  return std::nullopt;
+}
 namespace {
 
 constexpr int kSettleSteps =
@@ -198,7 +218,7 @@ void ManipulationEnv::Observe(int64_t began_ns) {
     RenderTimes t;
     renderer_->Draw(model(), d, agentview_cam_, obs_.agentview.data(), &t);
     renderer_->Draw(model(), d, wrist_cam_, obs_.wrist.data(), &t);
-    if (!options_.batch_readback) renderer_->Flush(&t);
+    if (options_.readback != Readback::kBatched) renderer_->Flush(&t);
     phases_.render_ms = t.render_ns / 1e6;
     phases_.readback_ms = t.readback_ns / 1e6;
   }

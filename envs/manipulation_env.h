@@ -23,11 +23,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "envs/arm_controller.h"
 #include "envs/egl_context.h"
@@ -40,6 +42,18 @@ namespace rlvla3 {
 inline constexpr int kActionDim = 7;
 inline constexpr int kProprioDim = 8;
 
+// How a step's images come back from its renderer (envs/renderer.h):
+//   kPerImage  each image is read back as it is drawn, before Step returns;
+//   kBatched   drawn, and read back at the renderer's next Flush: the env
+//              pool flushes once per sweep, every env's images together;
+//   kAuto      the env pool's choice: kBatched on a GPU's EGL (a readback
+//              waits for the GPU: one wait per sweep instead of two per
+//              frame), kPerImage on Mesa llvmpipe (batched measured 0-20%
+//              slower there). Measured on an H200 node (README, Rendering).
+enum class Readback { kAuto, kPerImage, kBatched };
+const char* ReadbackName(Readback r);  // "auto", "per_image", "batched"
+std::optional<Readback> ParseReadback(absl::string_view name);
+
 struct EnvOptions {
   int image_width = 128;
   int image_height = 128;
@@ -47,10 +61,9 @@ struct EnvOptions {
   // Who renders (envs/egl_context.h); the env pool resolves kAuto for its
   // worker count.
   RenderBackend render_backend = RenderBackend::kAuto;
-  // Images of a step are drawn, and land in observation() at the renderer's
-  // next Flush (envs/renderer.h), not before Step returns: the env pool
-  // flushes once per sweep, reading back every env's images together.
-  bool batch_readback = false;
+  // kBatched: a step's images land in observation() at the renderer's next
+  // Flush, not before Step returns (kAuto counts as kPerImage here).
+  Readback readback = Readback::kPerImage;
   int physics_substeps = 25;  // per control step: 500 Hz physics, 20 Hz control
   bool shaped_reward = false;  // add -0.1 * distance(eef, goal object) per step
   ArmControllerOptions controller;

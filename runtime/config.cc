@@ -94,8 +94,9 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
   s->Choice("env.render_backend", &c->env.render_backend,
             {"auto", "gpu", "mesa"},
             "who renders: a GPU's EGL device, Mesa llvmpipe, or auto (README)");
-  s->Bool("env.batch_readback", &c->env.batch_readback,
-          "read an env worker's images back once per sweep, not per image");
+  s->Choice("env.readback", &c->env.readback, {"auto", "batched", "per_image"},
+            "images read back once per env worker's sweep (batched) or per "
+            "image; auto: batched on a GPU's EGL (README)");
   s->String("env.tasks", &c->env.tasks,
             "comma-separated task names or task files, or \"all\"");
   s->Real("env.latency_mean_ms", &c->env.latency_mean_ms,

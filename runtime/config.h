@@ -96,9 +96,9 @@ struct EnvConfig {
   bool shaped_reward = false;  // sparse success reward unless true
   // Who renders: auto | gpu (a GPU vendor's EGL device) | mesa (llvmpipe).
   std::string render_backend = "auto";
-  // Read an env worker's images back once per sweep (envs/renderer.h), not
-  // once per image.
-  bool batch_readback = true;
+  // How images come back: auto | batched (once per env worker's sweep) |
+  // per_image (envs/manipulation_env.h Readback).
+  std::string readback = "auto";
   std::string tasks = "all";   // env i runs task i % n of this list ("all")
   double latency_mean_ms = 0;  // extra lognormal wall time per step (0: off)
   double latency_cv = 0.5;     // its coefficient of variation

@@ -14,12 +14,13 @@
 #   beside each run as a check on report.html's NVML figure).
 # envtest, envscale, placement, node (issue 28, one node): the env tests on NVIDIA's EGL; the
 #   env stage alone at 1..12 workers per backend, batched readback on and off (SWEEP_S s per
-#   point; carry .device-mesa too for Mesa; envscale_each: batched readback off);
+#   point; carry .device-mesa too for Mesa; envscale_each: env.readback per_image);
 #   bench_libero_latency with --placement processes; bench_node on the fastest env setting
 #   measured, and in the rollout-processes shape. One call for issue 28:
 #     DEADLINE_S=560 bash scripts/gpu_figures.sh build envtest envscale placement node envprocs \
 #       envscale_each
 # envprocs: the env stage alone as N processes of one worker each (PROC_COUNTS), summed.
+# nodeproc: configs/bench_node.yaml as shipped, --placement processes.
 # DEADLINE_S (default 570): phases and benches that would start too late are skipped.
 # Logs, JSON and the benches' report.html go to $OUT/gpu_figures.tgz (default runs/).
 set -uo pipefail
@@ -57,14 +58,14 @@ bench() {  # NAME CONFIG ARGS...
 
 # The env stage alone at 1..12 workers (issue 28's table): GL = nvidia or mesa
 # (.device/env.sh's EGL vendor; mesa needs .device-mesa carried), BACKEND =
-# gpu or mesa, BATCH = env.batch_readback.
-sweep() {  # NAME GL BACKEND BATCH
+# gpu or mesa, READBACK = env.readback (batched, per_image).
+sweep() {  # NAME GL BACKEND READBACK
   local name=$1
   if [ "$(left)" -lt 40 ]; then echo "== envscale $name skipped ($(left) s left)"; return; fi
   ( export RLVLA3_GL=$2; source .device/env.sh
     timeout 150 "$B/services/rl-vla3" bench --config configs/bench_cpu.yaml \
       --env-workers "${SWEEP_WORKERS:-1,2,4,8,12}" --duration "${SWEEP_S:-3}" \
-      --set env.render_backend="$3" --set env.batch_readback="$4" \
+      --set env.render_backend="$3" --set env.readback="$4" \
       --set run.out_dir="$OUT/runs" --set run.name="envscale_$name" \
       --json "$OUT/envscale_$name.json" >"$OUT/envscale_$name.txt" 2>&1 )
   echo "== envscale $name (exit $?)"; grep -A7 "^workers" "$OUT/envscale_$name.txt"
@@ -163,18 +164,23 @@ for phase in "${phases[@]}"; do
       done ;;
     envtest)  # the env pool's and renderer's tests on NVIDIA's EGL (batched readback)
       source .device/env.sh
-      (cd "$B" && timeout 60 ctest -R "env_pool|renderer|manipulation_env" --output-on-failure) \
+      (cd "$B" && timeout 90 ctest -L envs -j8 --output-on-failure) \
         >"$OUT/envtest.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)|Skipped\)" "$OUT/envtest.log" ;;
     envscale)
-      sweep gpu_batched nvidia gpu true
-      sweep mesa_batched mesa mesa true ;;
+      sweep gpu_batched nvidia gpu batched
+      sweep mesa_batched mesa mesa batched ;;
+    nodeproc)  # bench_node as shipped: rollout processes (issue 28's node bench)
+      source .device/env.sh
+      SECONDS_PER_MODE=${NODE_SECONDS:-12} BENCH_CAP=170 bench node_processes bench_node \
+        --placement processes
+      sed -n '/^across processes/,/^processes:/p' "$OUT/bench_node_processes.txt" ;;
     envprocs)  # the env stage as processes of one worker each, both backends
       env_processes nvidia gpu
       env_processes mesa mesa ;;
     envscale_each)  # one readback per image, as before batched readback
-      sweep gpu_each nvidia gpu false
-      sweep mesa_each mesa mesa false ;;
+      sweep gpu_each nvidia gpu per_image
+      sweep mesa_each mesa mesa per_image ;;
     placement)  # issue 28: processes vs one process, bench_libero_latency
       source .device/env.sh
       SECONDS_PER_MODE=${PLACEMENT_SECONDS:-15} BENCH_CAP=140 bench placement bench_libero_latency \
@@ -192,6 +198,6 @@ for phase in "${phases[@]}"; do
           --set threads.env_workers=2 )
       grep -E "processes" "$OUT/bench_node_rollout_processes.txt" | head -6 ;;
     *) echo "gpu_figures: unknown phase $phase (build, test, figures, bench, envtest," \
-         "envscale, placement, node, envprocs, envscale_each)"; exit 2 ;;
+         "envscale, placement, node, nodeproc, envprocs, envscale_each)"; exit 2 ;;
   esac
 done

@@ -55,7 +55,8 @@ inline EnvPoolOptions EnvPoolOptionsFromConfig(
   o.num_threads = static_cast<int>(c.threads.env_workers);
   o.seed = static_cast<uint64_t>(c.run.seed);
   o.env = EnvOptionsFromConfig(c);
-  o.env.batch_readback = c.env.batch_readback;  // the pool flushes per sweep
+  // The pool flushes once per sweep; a config choice ParseReadback knows.
+  o.env.readback = ParseReadback(c.env.readback).value_or(Readback::kAuto);
   o.latency.mean_ms = c.env.latency_mean_ms;
   o.latency.cv = c.env.latency_cv;
   o.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);

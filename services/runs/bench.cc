@@ -288,6 +288,16 @@ void FindBottleneck(BenchResult* r) {
       r->pipeline_limit > 0
           ? r->async.summary.env_frames_per_s / r->pipeline_limit
           : 0;
+  if (a.env_processes > 0 && r->processes_async.ran) {
+    const double E = r->execute_steps;
+    r->processes_limit =
+        std::min({a.env_processes_frames_per_s, a.inference_obs_per_s * E,
+                  a.learner_samples_per_s * E});
+    r->processes_efficiency =
+        r->processes_limit > 0
+            ? r->processes_async.env_frames_per_s / r->processes_limit
+            : 0;
+  }
 }
 
 }  // namespace
@@ -315,6 +325,14 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   if (absl::Status s = BenchStagesAlone(c, *parts, pool, duration_s, &r);
       !s.ok()) {
     return s;
+  }
+  if (placement.processes) {
+    absl::StatusOr<EnvProcessesRun> e =
+        RunEnvStageAsProcesses(c, placement.binary, run_dir + "/env-processes",
+                               std::max(3.0, duration_s / 4));
+    if (!e.ok()) return e.status();
+    r.alone.env_processes = e->processes;
+    r.alone.env_processes_frames_per_s = e->frames_per_s;
   }
   if (absl::Status s = BenchModes(c, run_dir, duration_s, placement, &r);
       !s.ok()) {
@@ -356,11 +374,23 @@ std::string EnvBoundAdvice(const StageAlone& a) {
     return absl::StrCat("env-bound: add env workers (", measured, ") or envs, ",
                         rest);
   }
+  if (a.env_processes > 0 &&
+      a.env_processes_frames_per_s >= 1.1 * a.env_frames_per_s) {
+    return absl::StrFormat(
+        "env-bound, and more env workers in one process do not help here "
+        "(%s), rollout processes do (%d processes: %.0f frames/s alone): run "
+        "the envs as cluster.rollout_workers processes (up --local, up) of at "
+        "most %d env workers each",
+        measured, a.env_processes, a.env_processes_frames_per_s, a.env_workers);
+  }
   return absl::StrCat(
       "env-bound, and more env workers do not help here (", measured,
       "): see where a frame's time goes (env per frame), try the other "
-      "env.render_backend, ",
-      rest);
+      "env.render_backend",
+      a.env_processes > 0
+          ? ""
+          : ", measure rollout processes (--placement processes)",
+      ", ", rest);
 }
 
 // What to do when `stage` alone is the pipeline's limit.

@@ -38,6 +38,11 @@ struct StageAlone {
   // advice to add env workers is only given where they measured faster.
   int env_probe_workers = 0;
   double env_probe_frames_per_s = 0;
+  // With --placement processes: the env stage alone as the rollout
+  // processes run it (0: not measured), so that the advice to run rollout
+  // processes is only given where they measured faster.
+  int env_processes = 0;
+  double env_processes_frames_per_s = 0;
   double inference_obs_per_s = 0;  // at the async batch size
   int inference_batch = 0;
   double learner_samples_per_s = 0;
@@ -63,6 +68,9 @@ struct BenchResult {
   EngineRun sync, async;
   // --placement processes: both modes again, as separate processes.
   ProcessRun processes_sync, processes_async;
+  // Their limit (the env stage alone across the rollout processes, or
+  // inference or the learner alone) and async's efficiency against it.
+  double processes_limit = 0, processes_efficiency = 0;
   double ratio_async_over_sync = 0;
   double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
   double pipeline_efficiency = 0;  // async / pipeline limit
@@ -70,7 +78,8 @@ struct BenchResult {
 };
 
 // What to do about an env-bound run: add env workers only where the probe
-// at more workers measured at least 10% faster.
+// at more workers measured at least 10% faster; else run rollout processes
+// where those measured at least 10% faster.
 std::string EnvBoundAdvice(const StageAlone& a);
 
 // What to do when `stage` ("env", "inference" or "learner") alone is the

@@ -4,8 +4,12 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/stop_signal.h"
 #include "runtime/text_file.h"
@@ -80,7 +84,83 @@ void SleepUnlessStopped(double seconds) {
   }
 }
 
+// "frames_per_s" of the first point of an env_scaling.json.
+absl::StatusOr<double> ReadFramesPerS(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  const std::string key = "\"frames_per_s\": ";
+  const size_t at = s.find(key);
+  double v = 0;
+  if (at == std::string::npos ||
+      !absl::SimpleAtod(s.substr(at + key.size(),
+                                 s.find_first_of(",}", at) - at - key.size()),
+                        &v)) {
+    return absl::InternalError(absl::StrCat("no frames_per_s in ", path));
+  }
+  return v;
+}
+
 }  // namespace
+
+absl::StatusOr<EnvProcessesRun> RunEnvStageAsProcesses(
+    const Config& config, const std::string& binary, const std::string& dir,
+    double seconds) {
+  Config m = config;
+  m.run.out_dir = dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string config_path = dir + "/config.yaml";
+  if (absl::Status s = WriteTextFile(config_path, ConfigToYaml(m)); !s.ok()) {
+    return s;
+  }
+  const int64_t workers =
+      std::max<int64_t>(1, std::min(m.threads.env_workers, m.env.num_envs));
+  const int64_t per_worker = (m.env.num_envs + workers - 1) / workers;
+  const int n =
+      static_cast<int>(std::max<int64_t>(1, m.cluster.rollout_workers));
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int i = 0; i < n; ++i) {
+    children.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{binary, "bench", "--config", config_path,
+                                 "--env-workers", absl::StrCat(workers),
+                                 "--envs-per-worker", absl::StrCat(per_worker),
+                                 "--duration", absl::StrCat(seconds), "--set",
+                                 absl::StrCat("run.name=env-", i), "--json",
+                                 absl::StrCat(dir, "/env-", i, ".json")},
+        absl::StrCat(dir, "/env-", i, ".log")));
+  }
+  spdlog::info("bench: env stage alone as {} processes of {} workers x {} envs",
+               n, workers, per_worker);
+  for (auto& c : children) {
+    if (absl::Status s = c->Start(); !s.ok()) return s;
+  }
+  const auto end =
+      Clock::now() + std::chrono::seconds(static_cast<int64_t>(seconds) + 120);
+  for (auto& c : children) {
+    while (!c->Poll()) {
+      if (Clock::now() > end || StopSignalled()) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "env stage processes did not finish; see ", c->log_path()));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (c->exit_code() != 0) {
+      return absl::InternalError(absl::StrCat(
+          "env stage process: ", c->HowItEnded(), "; see ", c->log_path()));
+    }
+  }
+  EnvProcessesRun r;
+  r.processes = n;
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<double> f =
+        ReadFramesPerS(absl::StrCat(dir, "/env-", i, ".json"));
+    if (!f.ok()) return f.status();
+    r.frames_per_s += *f;
+  }
+  return r;
+}
 
 absl::StatusOr<ProcessRun> RunProcessesOnce(const Config& config,
                                             const std::string& mode,

@@ -33,6 +33,17 @@ struct ProcessRun {
   uint64_t policy_version = 0;   // the learner's at the end
 };
 
+// The env stage alone as the processes run it: cluster.rollout_workers
+// children of `binary bench --env-workers` at once, each with the config's
+// env workers and envs (env_stage_bench.h); their frames/s summed.
+struct EnvProcessesRun {
+  int processes = 0;
+  double frames_per_s = 0;
+};
+absl::StatusOr<EnvProcessesRun> RunEnvStageAsProcesses(
+    const Config& config, const std::string& binary, const std::string& dir,
+    double seconds);
+
 // Runs `config` in `mode` ("sync" or "async") as processes for `duration_s`
 // of measurement; `binary` is rl-vla3, `dir` gets the config and logs.
 absl::StatusOr<ProcessRun> RunProcessesOnce(const Config& config,

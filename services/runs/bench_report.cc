@@ -119,6 +119,24 @@ void AppendProcesses(const BenchResult& r, std::string* out) {
   t.Line("env frames/s vs 1 process",
          W::Ratio(ps.env_frames_per_s, r.sync.summary.env_frames_per_s),
          W::Ratio(pa.env_frames_per_s, r.async.summary.env_frames_per_s), "");
+  const StageAlone& a = r.alone;
+  if (a.env_processes > 0) {
+    absl::StrAppendFormat(
+        out,
+        "env stage alone across the rollout processes (%d): %.0f frames/s "
+        "(%.2fx one process's %.0f)\n",
+        a.env_processes, a.env_processes_frames_per_s,
+        a.env_frames_per_s > 0
+            ? a.env_processes_frames_per_s / a.env_frames_per_s
+            : 0,
+        a.env_frames_per_s);
+  }
+  if (r.processes_limit > 0) {
+    absl::StrAppendFormat(out,
+                          "processes: limit %.0f frames/s, async efficiency "
+                          "vs limit: %.2f\n",
+                          r.processes_limit, r.processes_efficiency);
+  }
 }
 
 }  // namespace
@@ -202,7 +220,8 @@ std::string BenchJson(const BenchResult& r) {
       "%.3f,\n"
       "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
       "\"advice\": \"%s\",\n  \"processes\": {\"sync\": %s, \"async\": "
-      "%s}\n}\n",
+      "%s, \"env_alone_processes\": %d, \"env_alone_frames_per_s\": %.3f, "
+      "\"limit_frames_per_s\": %.3f, \"efficiency\": %.4f}\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator, r.gpus,
       r.inference_device, r.inference_precision, r.learner_device,
       r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
@@ -215,7 +234,9 @@ std::string BenchJson(const BenchResult& r) {
       r.alone.learner_host_syncs_per_step, mode(r.sync), mode(r.async),
       r.ratio_async_over_sync, r.pipeline_limit, r.stage_limit, r.core_limit,
       r.pipeline_efficiency, r.bottleneck, r.advice,
-      processes(r.processes_sync), processes(r.processes_async));
+      processes(r.processes_sync), processes(r.processes_async),
+      r.alone.env_processes, r.alone.env_processes_frames_per_s,
+      r.processes_limit, r.processes_efficiency);
 }
 
 Report BenchReport(const BenchResult& r) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "envs/egl_context.h"
+#include "envs/manipulation_env.h"
 
 namespace rlvla3 {
 namespace {
@@ -61,6 +62,7 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
   f.render_ms = st.phases.render_ms;
   f.readback_ms = st.phases.readback_ms;
   f.handoff_ms = st.handoff_ms;
+  f.readback = ReadbackName(p.options().env.readback);
   f.backend = options.env.render
                   ? RenderBackendName(p.options().env.render_backend)
                   : "none";
@@ -74,7 +76,7 @@ absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
   EnvScaling out;
   out.width = base.env.image_width;
   out.height = base.env.image_height;
-  out.batch_readback = base.env.batch_readback;
+  out.readback = ReadbackName(base.env.readback);
   out.seconds = seconds;
   out.cores =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -83,7 +85,6 @@ absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
     o.num_threads = w;
     o.num_envs = w * envs_per_worker;
     o.max_sweep = envs_per_worker;  // a worker's envs, stepped together
-    o.latency = LatencyModel{};
     o.faults = FaultPlan{};
     o.on_ready = nullptr;
     spdlog::info("bench: env stage alone, {} workers x {} envs, {:.0f} s", w,
@@ -98,19 +99,20 @@ absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
 std::string FormatEnvScaling(const EnvScaling& s) {
   std::string t = absl::StrFormat(
       "rl-vla3 bench --env-workers: the env stage alone (zero actions, no "
-      "inference or learner), %dx%d, two cameras, batched readback %s, %.0f s "
+      "inference or learner), %dx%d, two cameras, env.readback %s, %.0f s "
       "per point, %d cores\n",
-      s.width, s.height, s.batch_readback ? "on" : "off", s.seconds, s.cores);
+      s.width, s.height, s.readback, s.seconds, s.cores);
   absl::StrAppend(&t,
-                  "workers  envs  backend  frames/s  speed-up  CPU ms/frame  "
+                  "workers  envs  backend  readback   frames/s  speed-up  "
+                  "CPU ms/frame  "
                   "wall ms/frame  physics  render  readback  hand-off\n");
   const double first = s.points.empty() ? 0 : s.points.front().frames_per_s;
   for (const EnvStageFigures& p : s.points) {
     absl::StrAppendFormat(
         &t,
-        "%7d  %4d  %-7s  %8.0f  %7.2fx  %12.2f  %13.2f  %7.2f  %6.2f  "
-        "%8.2f  %8.3f\n",
-        p.workers, p.envs, p.backend, p.frames_per_s,
+        "%7d  %4d  %-7s  %-9s  %8.0f  %7.2fx  %12.2f  %13.2f  %7.2f  "
+        "%6.2f  %8.2f  %8.3f\n",
+        p.workers, p.envs, p.backend, p.readback, p.frames_per_s,
         first > 0 ? p.frames_per_s / first : 0, p.cpu_ms_per_frame,
         p.wall_ms_per_frame, p.physics_ms, p.render_ms, p.readback_ms,
         p.handoff_ms);
@@ -126,20 +128,21 @@ std::string EnvScalingJson(const EnvScaling& s) {
   for (const EnvStageFigures& p : s.points) {
     points.push_back(absl::StrFormat(
         "{\"workers\": %d, \"envs\": %d, \"backend\": \"%s\", "
-        "\"frames_per_s\": %.3f, \"cpu_ms_per_frame\": %.4f, "
+        "\"readback\": \"%s\", \"frames_per_s\": %.3f, \"cpu_ms_per_frame\": "
+        "%.4f, "
         "\"wall_ms_per_frame\": %.4f, \"physics_ms\": %.4f, "
         "\"render_ms\": %.4f, \"readback_ms\": %.4f, \"handoff_ms\": "
         "%.4f}",
-        p.workers, p.envs, p.backend, p.frames_per_s, p.cpu_ms_per_frame,
-        p.wall_ms_per_frame, p.physics_ms, p.render_ms, p.readback_ms,
-        p.handoff_ms));
+        p.workers, p.envs, p.backend, p.readback, p.frames_per_s,
+        p.cpu_ms_per_frame, p.wall_ms_per_frame, p.physics_ms, p.render_ms,
+        p.readback_ms, p.handoff_ms));
   }
   return absl::StrFormat(
-      "{\n  \"width\": %d,\n  \"height\": %d,\n  \"batch_readback\": "
-      "%s,\n  \"seconds_per_point\": %.1f,\n  \"cores\": %d,\n  "
+      "{\n  \"width\": %d,\n  \"height\": %d,\n  \"readback\": "
+      "\"%s\",\n  \"seconds_per_point\": %.1f,\n  \"cores\": %d,\n  "
       "\"points\": [\n    %s\n  ]\n}\n",
-      s.width, s.height, s.batch_readback ? "true" : "false", s.seconds,
-      s.cores, absl::StrJoin(points, ",\n    "));
+      s.width, s.height, s.readback, s.seconds, s.cores,
+      absl::StrJoin(points, ",\n    "));
 }
 
 }  // namespace rlvla3

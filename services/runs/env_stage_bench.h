@@ -5,7 +5,8 @@
 // bench's "stages alone" uses it); RunEnvScaling repeats it at several worker
 // counts with a fixed number of envs per worker (`rl-vla3 bench
 // --env-workers 1,2,4,8`), to show how env stepping scales on a machine and
-// render backend: frames/s, the speed-up over the first point, the process's
+// render backend (the config's latency model, if any, stays on): frames/s,
+// the speed-up over the first point, the process's
 // CPU time per frame (every thread's: the workers', llvmpipe's, the GL
 // driver's), each worker's wall time per frame and its phases.
 //
@@ -28,7 +29,8 @@ namespace rlvla3 {
 struct EnvStageFigures {
   int workers = 0;
   int envs = 0;
-  std::string backend;  // env.render_backend as the pool resolved it
+  std::string backend;   // env.render_backend as the pool resolved it
+  std::string readback;  // env.readback as the pool resolved it
   double frames_per_s = 0;
   // A worker's wall time per frame (its step, with its share of the sweep's
   // readback), and the whole process's CPU time per frame.
@@ -44,8 +46,8 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
 
 struct EnvScaling {
   int width = 0, height = 0;
-  bool batch_readback = false;
-  double seconds = 0;  // per point
+  std::string readback;  // as asked (env.readback); auto resolves per point
+  double seconds = 0;    // per point
   int cores = 0;
   std::vector<EnvStageFigures> points;
 };

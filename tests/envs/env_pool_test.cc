@@ -53,7 +53,7 @@ std::map<int, std::vector<uint64_t>> RunPool(int threads,
                                              Images* images = nullptr,
                                              int max_sweep = 1) {
   EnvPoolOptions o = Options(threads);
-  o.env.batch_readback = batch_readback;
+  o.env.readback = batch_readback ? Readback::kBatched : Readback::kPerImage;
   o.max_sweep = max_sweep;
   auto pool = EnvPool::Create(o);
   EXPECT_TRUE(pool.ok()) << pool.status();

@@ -32,6 +32,36 @@ TEST(BenchAdvice, AddEnvWorkersOnlyWhereMoreMeasuredFaster) {
   EXPECT_EQ(advice.find("add env workers"), std::string::npos) << advice;
 }
 
+// The H200 node (docs/experiments.md, 2026-11-26, issue 28): env workers in
+// one process stopped scaling past two (NVIDIA EGL), rollout processes of
+// two workers each scaled 2.97x. Rollout processes are advised only where
+// the bench measured them faster.
+TEST(BenchAdvice, RolloutProcessesOnlyWhereTheyMeasuredFaster) {
+  StageAlone a;
+  a.env_workers = 2;
+  a.env_frames_per_s = 752;
+  a.env_probe_workers = 4;
+  a.env_probe_frames_per_s = 558;
+  std::string advice = EnvBoundAdvice(a);
+  EXPECT_EQ(advice.find("rollout processes do"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("measure rollout processes (--placement processes)"),
+            std::string::npos)
+      << advice;
+  a.env_processes = 4;
+  a.env_processes_frames_per_s = 2900;
+  advice = EnvBoundAdvice(a);
+  EXPECT_NE(advice.find("rollout processes do (4 processes: 2900 frames/s "
+                        "alone): run the envs as cluster.rollout_workers"),
+            std::string::npos)
+      << advice;
+  EXPECT_EQ(advice.find("add env workers"), std::string::npos) << advice;
+  a.env_processes_frames_per_s = 760;  // no faster: not advised
+  advice = EnvBoundAdvice(a);
+  EXPECT_EQ(advice.find("rollout processes do"), std::string::npos) << advice;
+  EXPECT_EQ(advice.find("measure rollout processes"), std::string::npos)
+      << advice;
+}
+
 // The H200 bench (docs/experiments.md, 2026-11-26): a learner-bound run with
 // the learner already on the GPU was told to "run the learner on a GPU".
 TEST(BenchAdvice, AStageAlreadyOnAGpuIsNotToldToMoveToOne) {
