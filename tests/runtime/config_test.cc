@@ -307,14 +307,16 @@ TEST(Config, EveryShippedConfigLoads) {
     ++n;
   }
   EXPECT_GE(n, 7);
-  // The node bench: GPU roles, 8 env workers over 64 envs.
+  // The node bench: GPU roles, 4 rollout processes of 16 envs on 2 env
+  // workers each (NVIDIA's EGL scales across processes, not threads).
   absl::StatusOr<Config> node =
       LoadConfig(RLVLA3_SOURCE_DIR "/configs/bench_node.yaml", {});
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(node->inference.device, "cuda");
   EXPECT_EQ(node->learner.device, "cuda");
-  EXPECT_EQ(node->env.num_envs, 64);
-  EXPECT_EQ(node->threads.env_workers, 8);
+  EXPECT_EQ(node->env.num_envs, 16);
+  EXPECT_EQ(node->threads.env_workers, 2);
+  EXPECT_EQ(node->cluster.rollout_workers, 4);
 }
 
 }  // namespace
