@@ -164,7 +164,7 @@ for phase in "${phases[@]}"; do
       done ;;
     envtest)  # the env pool's and renderer's tests on NVIDIA's EGL (batched readback)
       source .device/env.sh
-      (cd "$B" && timeout 90 ctest -L envs -j8 --output-on-failure) \
+      (cd "$B" && timeout "${ENVTEST_S:-90}" ctest -L envs -j8 --output-on-failure) \
         >"$OUT/envtest.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)|Skipped\)" "$OUT/envtest.log" ;;
     envscale)
@@ -172,7 +172,8 @@ for phase in "${phases[@]}"; do
       sweep mesa_batched mesa mesa batched ;;
     nodeproc)  # bench_node as shipped: rollout processes (issue 28's node bench)
       source .device/env.sh
-      SECONDS_PER_MODE=${NODE_SECONDS:-12} BENCH_CAP=170 bench node_processes bench_node \
+      SECONDS_PER_MODE=${NODE_SECONDS:-12} BENCH_CAP=${NODE_CAP:-150} bench node_processes \
+        bench_node \
         --placement processes
       sed -n '/^across processes/,/^processes:/p' "$OUT/bench_node_processes.txt" ;;
     envprocs)  # the env stage as processes of one worker each, both backends
