@@ -29,11 +29,12 @@ namespace rlvla3 {
 //   kGpu   a GPU vendor's EGL device (NVIDIA's driver);
 //   kMesa  Mesa llvmpipe through EGL's surfaceless platform (software);
 //   kAuto  kGpu where there is one and a process renders on at most
-//          kMaxGpuRenderThreads threads, else kMesa. Measured on an H100
-//          node (16 cores, 64x64, two cameras): NVIDIA EGL gave 393-555 /
-//          671 / 348-373 / 214-255 env frames/s on 1 / 2 / 4 / 8 env
-//          workers, its CPU per frame growing 15x past two threads; Mesa
-//          gave 235 / - / 600 / 858 (README, "Rendering").
+//          kMaxGpuRenderThreads threads, else kMesa. Measured on an H200
+//          node (16 cores, 64x64, two cameras, 2026-11-26): NVIDIA EGL gave
+//          573 / 891 / 556 / 291 / 303 env frames/s on 1 / 2 / 4 / 8 / 12
+//          env workers of one process (the threads wait on the driver),
+//          Mesa 140 / 329 / 631 / 733 / 692; NVIDIA EGL as 8 processes of
+//          one worker gave 3,199 (README, "Rendering").
 enum class RenderBackend { kAuto, kGpu, kMesa };
 inline constexpr int kMaxGpuRenderThreads = 2;
 
