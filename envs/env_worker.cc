@@ -119,7 +119,8 @@ absl::Status EnvWorker::Run() {
     ready_.clear();
     for (size_t k = 0; k < n; ++k) timings_[k] = StepEnv(sweep_[k]);
     // One readback per renderer for the whole sweep, shared by its steps.
-    const int64_t share_ns = FlushRenderers() / static_cast<int64_t>(n);
+    const int64_t share_ns =
+        FlushRenderers() / static_cast<int64_t>(std::max<size_t>(n, 1));
     for (size_t k = 0; k < n; ++k) {
       Release(sweep_[k], FinishStep(sweep_[k], timings_[k], share_ns));
     }

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -99,6 +100,35 @@ TEST(Cli, RenderWritesBothCamerasAndRejectsBadFlags) {
   EXPECT_NE(bad_actions.output.find("--actions must be greedy or sampled"),
             std::string::npos)
       << bad_actions.output;
+}
+
+// `bench --env-workers`: the env stage alone at each worker count, a row
+// and a JSON point per count; a bad list exits 2.
+TEST(Cli, BenchEnvWorkersMeasuresTheEnvStageByWorkerCount) {
+  const rlvla3::testutil::TestDir dir;
+  const std::string json = dir.File("scaling.json");
+  Result r = RunCli(
+      "bench --env-workers 1,2 --envs-per-worker 2 --duration 1 "
+      "--set env.image_width=32 --set env.image_height=32 "
+      "--set env.render_backend=mesa --set run.out_dir=" +
+      dir.path() + " --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("workers  envs  backend  readback"),
+            std::string::npos)
+      << r.output;
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("{\"workers\": 1, \"envs\": 2, \"backend\": \"mesa\", "
+                      "\"readback\": \"per_image\""),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("{\"workers\": 2, \"envs\": 4,"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("\"frames_per_s\": 0.000"), std::string::npos) << text;
+  EXPECT_EQ(RunCli("bench --env-workers 1,x").exit_code, 2);
+  EXPECT_EQ(RunCli("bench --env-workers 0").exit_code, 2);
+  EXPECT_EQ(RunCli("bench --env-workers 1 --envs-per-worker 0").exit_code, 2);
 }
 
 TEST(Cli, TrainRejectsBadRlConfig) {
