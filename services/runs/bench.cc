@@ -33,21 +33,6 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// The env pool alone, stepping every env with a zero action.
-absl::Status BenchEnvs(const EnvPoolOptions& options, double seconds,
-                       StageAlone* out) {
-  absl::StatusOr<EnvStageFigures> f = MeasureEnvStage(options, seconds);
-  if (!f.ok()) return f.status();
-  out->env_frames_per_s = f->frames_per_s;
-  out->env_cpu_s_per_frame = f->wall_ms_per_frame / 1e3;
-  out->env_physics_ms = f->physics_ms;
-  out->env_render_ms = f->render_ms;
-  out->env_readback_ms = f->readback_ms;
-  out->env_handoff_ms = f->handoff_ms;
-  out->env_workers = f->workers;
-  return absl::OkStatus();
-}
-
 PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len) {
   const int64_t h = c.env.image_height, w = c.env.image_width;
   PolicyInput in;
@@ -152,7 +137,7 @@ struct StageLimit {
 // `execute_steps` frames); the env on a tie.
 StageLimit SlowestStage(const StageAlone& a, double execute_steps) {
   const StageLimit limits[] = {
-      {"env", a.env_frames_per_s},
+      {"env", a.env.frames_per_s},
       {"inference", a.inference_obs_per_s * execute_steps},
       {"learner", a.learner_samples_per_s * execute_steps},
   };
@@ -167,13 +152,13 @@ StageLimit SlowestStage(const StageAlone& a, double execute_steps) {
 // when the env stage is the slowest: the advice then says what it measured.
 absl::Status ProbeMoreEnvWorkers(EnvPoolOptions pool, int cores, double seconds,
                                  StageAlone* a) {
-  const int more = std::min({2 * a->env_workers, pool.num_envs, cores});
-  if (more <= a->env_workers) return absl::OkStatus();
+  const int more = std::min({2 * a->env.workers, pool.num_envs, cores});
+  if (more <= a->env.workers) return absl::OkStatus();
   pool.num_threads = more;
-  StageAlone probe;
-  if (absl::Status s = BenchEnvs(pool, seconds, &probe); !s.ok()) return s;
+  absl::StatusOr<EnvStageFigures> probe = MeasureEnvStage(pool, seconds);
+  if (!probe.ok()) return probe.status();
   a->env_probe_workers = more;
-  a->env_probe_frames_per_s = probe.env_frames_per_s;
+  a->env_probe_frames_per_s = probe->frames_per_s;
   return absl::OkStatus();
 }
 
@@ -206,7 +191,9 @@ absl::Status BenchStagesAlone(const Config& c, const EngineParts& parts,
                               BenchResult* r) {
   const double stage_s = std::max(3.0, duration_s / 4);
   spdlog::info("bench: each stage alone for {:.0f} s", stage_s);
-  if (absl::Status s = BenchEnvs(pool, stage_s, &r->alone); !s.ok()) return s;
+  absl::StatusOr<EnvStageFigures> env = MeasureEnvStage(pool, stage_s);
+  if (!env.ok()) return env.status();
+  r->alone.env = *env;
   BenchInference(c, parts, stage_s, &r->alone);
   BenchLearner(c, parts, stage_s, &r->alone);
   const double E = r->execute_steps;
@@ -262,7 +249,7 @@ void FindBottleneck(BenchResult* r) {
   const StageLimit slowest = SlowestStage(r->alone, r->execute_steps);
   r->stage_limit = slowest.frames_per_s;
   const StageAlone& a = r->alone;
-  const double cpu_per_frame = a.env_cpu_s_per_frame +
+  const double cpu_per_frame = a.EnvSecondsPerFrame() +
                                a.inference_cpu_s_per_frame +
                                a.learner_cpu_s_per_frame;
   r->core_limit = cpu_per_frame > 0 ? r->cores / cpu_per_frame : 0;
@@ -276,7 +263,7 @@ void FindBottleneck(BenchResult* r) {
         "%.2f, learner %.2f) and share %d cores: cut the biggest per-frame "
         "cost "
         "or add cores",
-        1e3 * cpu_per_frame, 1e3 * a.env_cpu_s_per_frame,
+        1e3 * cpu_per_frame, 1e3 * a.EnvSecondsPerFrame(),
         1e3 * a.inference_cpu_s_per_frame, 1e3 * a.learner_cpu_s_per_frame,
         r->cores);
   } else {
@@ -362,26 +349,26 @@ std::string EnvBoundAdvice(const StageAlone& a) {
       "or lower the image resolution; inference and learner have headroom";
   if (a.env_probe_workers == 0) {
     return absl::StrCat(
-        "env-bound (", a.env_workers,
+        "env-bound (", a.env.workers,
         " env workers, no more cores or envs to give them): add envs (latency "
         "hides behind more), try the other env.render_backend, ",
         rest);
   }
   const std::string measured = absl::StrFormat(
-      "%d env workers: %.0f frames/s alone, %d: %.0f", a.env_workers,
-      a.env_frames_per_s, a.env_probe_workers, a.env_probe_frames_per_s);
-  if (a.env_probe_frames_per_s >= 1.1 * a.env_frames_per_s) {
+      "%d env workers: %.0f frames/s alone, %d: %.0f", a.env.workers,
+      a.env.frames_per_s, a.env_probe_workers, a.env_probe_frames_per_s);
+  if (a.env_probe_frames_per_s >= 1.1 * a.env.frames_per_s) {
     return absl::StrCat("env-bound: add env workers (", measured, ") or envs, ",
                         rest);
   }
   if (a.env_processes > 0 &&
-      a.env_processes_frames_per_s >= 1.1 * a.env_frames_per_s) {
+      a.env_processes_frames_per_s >= 1.1 * a.env.frames_per_s) {
     return absl::StrFormat(
         "env-bound, and more env workers in one process do not help here "
         "(%s), rollout processes do (%d processes: %.0f frames/s alone): run "
         "the envs as cluster.rollout_workers processes (up --local, up) of at "
         "most %d env workers each",
-        measured, a.env_processes, a.env_processes_frames_per_s, a.env_workers);
+        measured, a.env_processes, a.env_processes_frames_per_s, a.env.workers);
   }
   return absl::StrCat(
       "env-bound, and more env workers do not help here (", measured,

@@ -28,12 +28,9 @@
 namespace rlvla3 {
 
 struct StageAlone {
-  double env_frames_per_s = 0;     // env pool, trivial policy
-  double env_cpu_s_per_frame = 0;  // physics + rendering per frame
-  // Its phases per frame, ms: physics, render, readback, hand-off (EnvPool).
-  double env_physics_ms = 0, env_render_ms = 0, env_readback_ms = 0;
-  double env_handoff_ms = 0;
-  int env_workers = 0;
+  EnvStageFigures env;  // env pool, trivial policy (env_stage_bench.h)
+  // A worker's time per env frame (physics + rendering), in seconds.
+  double EnvSecondsPerFrame() const { return env.wall_ms_per_frame / 1e3; }
   // The env stage alone again at more workers (0: none to add), so that the
   // advice to add env workers is only given where they measured faster.
   int env_probe_workers = 0;

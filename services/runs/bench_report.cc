@@ -32,8 +32,8 @@ std::string BenchHeader(const BenchResult& r) {
       "hand-off %.3f ms\n\n",
       r.config_path, r.duration_s, r.cores, r.allocator, r.latency, r.gpus,
       r.inference_device, r.inference_precision, r.learner_device,
-      r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
-      1e3 * r.alone.env_cpu_s_per_frame, r.alone.inference_obs_per_s,
+      r.learner_precision, r.policy_millions, r.alone.env.frames_per_s,
+      1e3 * r.alone.EnvSecondsPerFrame(), r.alone.inference_obs_per_s,
       r.alone.inference_batch, r.alone.inference_obs_per_s * r.execute_steps,
       r.alone.learner_samples_per_s,
       r.alone.learner_samples_per_s * r.execute_steps,
@@ -41,8 +41,8 @@ std::string BenchHeader(const BenchResult& r) {
           ? ""
           : absl::StrFormat(", %.1f host syncs/step",
                             r.alone.learner_host_syncs_per_step),
-      r.alone.env_physics_ms, r.alone.env_render_ms, r.alone.env_readback_ms,
-      r.alone.env_handoff_ms);
+      r.alone.env.physics_ms, r.alone.env.render_ms, r.alone.env.readback_ms,
+      r.alone.env.handoff_ms);
 }
 
 // Rows of the sync | async | async/sync table.
@@ -126,10 +126,10 @@ void AppendProcesses(const BenchResult& r, std::string* out) {
         "env stage alone across the rollout processes (%d): %.0f frames/s "
         "(%.2fx one process's %.0f)\n",
         a.env_processes, a.env_processes_frames_per_s,
-        a.env_frames_per_s > 0
-            ? a.env_processes_frames_per_s / a.env_frames_per_s
+        a.env.frames_per_s > 0
+            ? a.env_processes_frames_per_s / a.env.frames_per_s
             : 0,
-        a.env_frames_per_s);
+        a.env.frames_per_s);
   }
   if (r.processes_limit > 0) {
     absl::StrAppendFormat(out,
@@ -158,7 +158,7 @@ std::string FormatBenchTable(const BenchResult& r) {
       "async efficiency vs limit: %.2f | async/sync env frames/s: %.2fx\n"
       "bottleneck: %s - %s\n",
       r.pipeline_limit, r.stage_limit, r.cores,
-      1e3 * (r.alone.env_cpu_s_per_frame + r.alone.inference_cpu_s_per_frame +
+      1e3 * (r.alone.EnvSecondsPerFrame() + r.alone.inference_cpu_s_per_frame +
              r.alone.learner_cpu_s_per_frame),
       r.core_limit, r.pipeline_efficiency, r.ratio_async_over_sync,
       r.bottleneck, r.advice);
@@ -224,10 +224,10 @@ std::string BenchJson(const BenchResult& r) {
       "\"limit_frames_per_s\": %.3f, \"efficiency\": %.4f}\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator, r.gpus,
       r.inference_device, r.inference_precision, r.learner_device,
-      r.learner_precision, r.policy_millions, r.alone.env_frames_per_s,
-      r.alone.env_cpu_s_per_frame, r.alone.env_physics_ms,
-      r.alone.env_render_ms, r.alone.env_readback_ms, r.alone.env_handoff_ms,
-      r.alone.env_workers, r.alone.env_probe_workers,
+      r.learner_precision, r.policy_millions, r.alone.env.frames_per_s,
+      r.alone.EnvSecondsPerFrame(), r.alone.env.physics_ms,
+      r.alone.env.render_ms, r.alone.env.readback_ms, r.alone.env.handoff_ms,
+      r.alone.env.workers, r.alone.env_probe_workers,
       r.alone.env_probe_frames_per_s, r.alone.inference_obs_per_s,
       r.alone.inference_batch, r.alone.inference_cpu_s_per_frame,
       r.alone.learner_samples_per_s, r.alone.learner_cpu_s_per_frame,

@@ -1,5 +1,6 @@
 // `rl-vla3 bench`: each stage alone, then sync vs async side by side.
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <utility>
@@ -19,10 +20,25 @@
 namespace rlvla3 {
 namespace {
 
-// --env-workers 1,2,4,8: the env stage alone at each worker count.
-int EnvScalingBench(const VerbArgs& f, const Config& c, double seconds,
-                    const std::string& dir) {
+// Writes each (path, text); false (logged) on the first that fails.
+bool WriteOutputs(
+    std::initializer_list<std::pair<std::string, std::string>> files) {
+  for (const auto& [path, text] : files) {
+    if (absl::Status s = WriteTextFile(path, text); !s.ok()) {
+      spdlog::error("bench: {}", s.ToString());
+      return false;
+    }
+  }
+  return true;
+}
+
+// --env-workers 1,2,4,8 [--envs-per-worker N]; nullopt (said why) if bad.
+struct EnvScalingArgs {
   std::vector<int> workers;
+  int per_worker = 8;
+};
+std::optional<EnvScalingArgs> ParseEnvScalingArgs(const VerbArgs& f) {
+  EnvScalingArgs a;
   for (absl::string_view w :
        absl::StrSplit(f.Get("--env-workers", ""), ',', absl::SkipEmpty())) {
     int n = 0;
@@ -31,34 +47,36 @@ int EnvScalingBench(const VerbArgs& f, const Config& c, double seconds,
                    "rl-vla3: --env-workers expects worker counts 1..1024 "
                    "separated by commas, got '%s'\n",
                    std::string(w).c_str());
-      return kExitUsage;
+      return std::nullopt;
     }
-    workers.push_back(n);
+    a.workers.push_back(n);
   }
-  int per_worker = 8;
   const std::string e = f.Get("--envs-per-worker", "8");
-  if (workers.empty() || !absl::SimpleAtoi(e, &per_worker) || per_worker < 1) {
+  if (a.workers.empty() || !absl::SimpleAtoi(e, &a.per_worker) ||
+      a.per_worker < 1) {
     std::fprintf(stderr,
                  "rl-vla3: --env-workers expects a list such as 1,2,4,8 and "
                  "--envs-per-worker a count >= 1 (got '%s')\n",
                  e.c_str());
-    return kExitUsage;
+    return std::nullopt;
   }
+  return a;
+}
+
+// The env stage alone at each worker count.
+int EnvScalingBench(const VerbArgs& f, const Config& c, const EnvScalingArgs& a,
+                    double seconds, const std::string& dir) {
   absl::StatusOr<EnvScaling> s =
-      RunBenchEnvScaling(c, workers, per_worker, seconds);
+      RunBenchEnvScaling(c, a.workers, a.per_worker, seconds);
   if (!s.ok()) {
     spdlog::error("bench: {}", s.status().ToString());
     return kExitFailure;
   }
   const std::string table = FormatEnvScaling(*s);
   const std::string json_path = f.Get("--json", dir + "/env_scaling.json");
-  for (const auto& [path, text] :
-       {std::pair<std::string, std::string>{json_path, EnvScalingJson(*s)},
-        {dir + "/env_scaling.txt", table}}) {
-    if (absl::Status w = WriteTextFile(path, text); !w.ok()) {
-      spdlog::error("bench: {}", w.ToString());
-      return kExitFailure;
-    }
+  if (!WriteOutputs({{json_path, EnvScalingJson(*s)},
+                     {dir + "/env_scaling.txt", table}})) {
+    return kExitFailure;
   }
   std::printf("%s\njson: %s\n", table.c_str(), json_path.c_str());
   return kExitOk;
@@ -68,6 +86,8 @@ int VerbBench(const VerbArgs& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
   const bool scaling = !f.All("--env-workers").empty();
+  std::optional<EnvScalingArgs> scaling_args;
+  if (scaling && !(scaling_args = ParseEnvScalingArgs(f))) return kExitUsage;
   double duration = scaling ? 5 : 60;
   const std::string d = f.Get("--duration", scaling ? "5" : "60");
   if (!absl::SimpleAtod(d, &duration) || duration <= 0) {
@@ -82,7 +102,7 @@ int VerbBench(const VerbArgs& f) {
     return kExitFailure;
   }
   InstallStopSignalHandlers();
-  if (scaling) return EnvScalingBench(f, *c, duration, *dir);
+  if (scaling) return EnvScalingBench(f, *c, *scaling_args, duration, *dir);
   const std::string config_name =
       f.config_path.empty() ? "(defaults)" : f.config_path;
   BenchPlacement placement;
@@ -110,13 +130,9 @@ int VerbBench(const VerbArgs& f) {
   }
   const std::string table = FormatBenchTable(*r);
   const std::string json_path = f.Get("--json", *dir + "/bench.json");
-  for (const auto& [path, text] :
-       {std::pair<std::string, std::string>{json_path, BenchJson(*r)},
-        {*dir + "/bench.txt", table}}) {
-    if (absl::Status s = WriteTextFile(path, text); !s.ok()) {
-      spdlog::error("bench: {}", s.ToString());
-      return kExitFailure;
-    }
+  if (!WriteOutputs(
+          {{json_path, BenchJson(*r)}, {*dir + "/bench.txt", table}})) {
+    return kExitFailure;
   }
   const std::string report = *dir + "/report.html";
   if (absl::Status s = WriteReportHtml(BenchReport(*r), report); !s.ok()) {

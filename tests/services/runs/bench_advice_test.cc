@@ -12,8 +12,8 @@ namespace {
 // advised adding env workers where adding them made the run slower).
 TEST(BenchAdvice, AddEnvWorkersOnlyWhereMoreMeasuredFaster) {
   StageAlone a;
-  a.env_workers = 4;
-  a.env_frames_per_s = 360;
+  a.env.workers = 4;
+  a.env.frames_per_s = 360;
   a.env_probe_workers = 8;
   a.env_probe_frames_per_s = 230;  // the NVIDIA EGL row of the issue
   std::string advice = EnvBoundAdvice(a);
@@ -38,8 +38,8 @@ TEST(BenchAdvice, AddEnvWorkersOnlyWhereMoreMeasuredFaster) {
 // the bench measured them faster.
 TEST(BenchAdvice, RolloutProcessesOnlyWhereTheyMeasuredFaster) {
   StageAlone a;
-  a.env_workers = 2;
-  a.env_frames_per_s = 752;
+  a.env.workers = 2;
+  a.env.frames_per_s = 752;
   a.env_probe_workers = 4;
   a.env_probe_frames_per_s = 558;
   std::string advice = EnvBoundAdvice(a);
