@@ -167,6 +167,8 @@ void Learner::ReleaseConsumed() {
 }
 
 void Learner::RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1) {
+  // The version first: whoever reads a step count reads its version too.
+  version_.store(st.version);
   m_->stage->AddBusy(std::chrono::nanoseconds(u1 - u0));
   timeline_->Record(StageInterval::kLearnerUpdate, u0, u1);
   m_->update_ms->Observe((u1 - u0) / 1e6);
@@ -179,7 +181,6 @@ void Learner::RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1) {
     std::lock_guard<std::mutex> lock(mu_);
     lag_hist_ = core_->lag_histogram();
   }
-  version_.store(st.version);
 }
 
 absl::Status Learner::Loop() {

@@ -124,8 +124,14 @@ void ExpectResumedFromVersion2(const std::string& rank0,
                                const testutil::TestDir& dir) {
   const v1::RoleStatus first = LearnerStatus(rank0);
   EXPECT_GE(first.policy_version(), 2u);
-  WaitForSteps(rank0, 1, 90);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  while (LearnerStatus(rank0).policy_version() < 3 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
   EXPECT_GE(LearnerStatus(rank0).policy_version(), 3u);
+  EXPECT_GE(LearnerSteps(rank0), 1u);
   std::ifstream log(dir.path() + "/resumed/logs/learner.log");
   const std::string text((std::istreambuf_iterator<char>(log)),
                          std::istreambuf_iterator<char>());
