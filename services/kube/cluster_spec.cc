@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/config.h"
 #include "runtime/config_schema.h"
+#include "runtime/device_name.h"
 
 namespace rlvla3::kube {
 namespace {
@@ -217,6 +218,36 @@ absl::StatusOr<std::string> ReadText(const std::string& path,
   return buf.str();
 }
 
+// A role whose run-config key puts it on a GPU (learner.device,
+// inference.device cuda or cuda:N; env.render_backend gpu) asks for one: else
+// its pods would start only to fail on "no CUDA device".
+absl::Status CheckPodsHaveTheirGpus(const ClusterSpec& spec, const Config& c) {
+  const bool learner_cuda = ParseDeviceName(c.learner.device)->cuda;
+  const bool inference_cuda = ParseDeviceName(c.inference.device)->cuda;
+  const struct {
+    bool needs;
+    int64_t gpus;
+    const char* key;
+    const char* run_key;
+    const std::string& value;
+  } roles[] = {
+      {learner_cuda, spec.learner.gpus, "learner.gpus", "learner.device",
+       c.learner.device},
+      {inference_cuda, spec.inference.gpus, "inference.gpus",
+       "inference.device", c.inference.device},
+      {c.env.render_backend == "gpu", spec.rollout.gpus, "rollout.gpus",
+       "env.render_backend", c.env.render_backend},
+  };
+  for (const auto& r : roles) {
+    if (!r.needs || r.gpus > 0) continue;
+    return ConfigError{spec.path, r.key, absl::StrCat(r.gpus),
+                       absl::StrCat("at least 1: the run config (", spec.config,
+                                    ") has ", r.run_key, ": ", r.value)}
+        .ToStatus();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
@@ -304,7 +335,7 @@ absl::Status CheckRunConfig(const ClusterSpec& spec) {
                        "inference server holds the barrier)"}
         .ToStatus();
   }
-  return absl::OkStatus();
+  return CheckPodsHaveTheirGpus(spec, *c);
 }
 
 }  // namespace rlvla3::kube

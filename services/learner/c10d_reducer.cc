@@ -48,6 +48,7 @@ class GlooReducer final : public GradientReducer {
 
   int rank() const override { return options_.rank; }
   int world_size() const override { return options_.world_size; }
+  int local_rank() const override { return options_.local_rank; }
 
   absl::Status AllReduceMean(absl::Span<at::Tensor> tensors) override {
     BucketSet& set = buckets_.Get(kAllReduce, tensors);

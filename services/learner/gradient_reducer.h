@@ -34,6 +34,9 @@ class GradientReducer {
   virtual ~GradientReducer() = default;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  // This rank's place among its machine's ranks (torchrun's LOCAL_RANK):
+  // which of the machine's GPUs it takes.
+  virtual int local_rank() const { return 0; }
   // Replaces each tensor by its mean over the ranks (same shapes and order
   // on every rank).
   virtual absl::Status AllReduceMean(absl::Span<at::Tensor> tensors) = 0;

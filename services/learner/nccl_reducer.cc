@@ -63,6 +63,8 @@ class NcclReducer final : public GradientReducer {
 
   int rank() const override { return options_.rank; }
   int world_size() const override { return options_.world_size; }
+  // Its GPU (LOCAL_RANK modulo the machine's GPUs), as the learner takes it.
+  int local_rank() const override { return options_.device; }
   absl::Status AwaitReady() { return AwaitComm("rendezvous"); }
 
   absl::Status AllReduceMean(absl::Span<at::Tensor> tensors) override {

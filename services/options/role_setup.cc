@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "policies/device.h"
 #include "services/options/cluster_options.h"
 #include "services/options/engine_config.h"
 #include "services/options/run_settings.h"
@@ -61,6 +62,13 @@ absl::Status CheckRanksGetEqualShares(const RoleSetup& s, size_t ranks) {
   return absl::OkStatus();
 }
 
+at::Device RankDevice(const at::Device& configured, int local_rank, int gpus) {
+  if (!configured.is_cuda() || configured.has_index() || gpus <= 0)
+    return configured;
+  return at::Device(at::kCUDA,
+                    static_cast<c10::DeviceIndex>(local_rank % gpus));
+}
+
 absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
     const RoleSetup& s, GradientReducer* reducer) {
   LearnerRoleOptions lo = s.options.learner;
@@ -78,6 +86,8 @@ absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
     return st;
   }
   lo.core.global_units = global / world;
+  lo.core.device =
+      RankDevice(lo.core.device, reducer->local_rank(), CudaDeviceCount());
   // Weights leave over the wire: snapshots stay on the learner's device.
   lo.core.publish_device = lo.core.device;
   lo.whole_batch = s.options.sync;  // sync: train once the batch is complete

@@ -46,8 +46,13 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c);
 // starves while the others wait for it in the gradient all-reduce.
 absl::Status CheckRanksGetEqualShares(const RoleSetup& s, size_t ranks);
 
+// The device a learner rank trains on: `configured`, where it names one GPU
+// or the CPU; for "cuda" (no index) the machine's GPU local_rank % gpus, the
+// one its NCCL group uses, so that ranks sharing a machine share no GPU.
+at::Device RankDevice(const at::Device& configured, int local_rank, int gpus);
+
 // The learner role's options in a process: its share of the global batch,
-// its group, where its checkpoints go.
+// its device and group, where its checkpoints go.
 absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
     const RoleSetup& s, GradientReducer* reducer);
 

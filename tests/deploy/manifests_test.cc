@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/config_schema.h"
 #include "services/kube/cluster_spec.h"
 #include "services/kube/kubectl.h"
@@ -228,6 +229,46 @@ TEST(KubeClusterSpec, SyncRunNeedsOneInferenceReplica) {
   const absl::Status st = CheckRunConfig(*s);
   EXPECT_TRUE(IsConfigError(st)) << st;
   EXPECT_NE(st.message().find("inference.replicas"), std::string::npos);
+}
+
+// A run config that puts a role on a GPU needs that role's pods to ask for
+// one; the error names the CLUSTER.yaml key and the run config's.
+TEST(KubeClusterSpec, RolesOnAGpuMustAskForOne) {
+  const testutil::TestDir dir;
+  std::ofstream(dir.File("run.yaml"))
+      << "learner:\n  device: cuda\ninference:\n  device: cuda:0\n"
+         "env:\n  render_backend: gpu\n";
+  const struct {
+    const char* roles;
+    const char* key;  // "" if the spec is fine
+    const char* run_key;
+  } cases[] = {
+      {"learner: {gpus: 0}\ninference: {gpus: 1}\nrollout: {gpus: 1}\n",
+       "learner.gpus", "learner.device: cuda"},
+      {"learner: {gpus: 1}\ninference: {gpus: 0}\nrollout: {gpus: 1}\n",
+       "inference.gpus", "inference.device: cuda:0"},
+      {"learner: {gpus: 1}\ninference: {gpus: 1}\n", "rollout.gpus",
+       "env.render_backend: gpu"},
+      {"learner: {gpus: 1}\ninference: {gpus: 1}\nrollout: {gpus: 1}\n", "",
+       ""},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<ClusterSpec> s = ParseClusterSpec(
+        absl::StrCat("name: job\nimage: img\nconfig: run.yaml\n", c.roles),
+        dir.File("cluster.yaml"));
+    ASSERT_TRUE(s.ok()) << s.status();
+    const absl::Status st = CheckRunConfig(*s);
+    if (std::string(c.key).empty()) {
+      EXPECT_TRUE(st.ok()) << st;
+      continue;
+    }
+    EXPECT_TRUE(IsConfigError(st)) << c.roles << st;
+    const std::string m(st.message());
+    EXPECT_NE(m.find(absl::StrCat(dir.File("cluster.yaml"), ": ", c.key)),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find(c.run_key), std::string::npos) << m;
+  }
 }
 
 TEST(KubePods, SummaryCountsReadyPodsPerRole) {

@@ -10,6 +10,7 @@
 #include "policies/torchscript_policy.h"
 #include "services/engine/local_engine.h"
 #include "services/options/engine_config.h"
+#include "services/options/role_setup.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
@@ -219,6 +220,20 @@ TEST(LocalEngine, TrainsAUsersTorchScriptPolicy) {
   ASSERT_EQ(loaded.size(), after.size());
   for (size_t i = 0; i < loaded.size(); ++i)
     EXPECT_TRUE(torch::equal(loaded[i], after[i].detach())) << i;
+}
+
+// learner.device "cuda" on a machine of 4 GPUs: learner ranks sharing the
+// machine take GPUs of their own (local rank modulo the GPUs, as their NCCL
+// group does); a device named with its index, or the CPU, stays as named.
+TEST(RankDevice, LearnerRanksOfOneMachineTakeGpusOfTheirOwn) {
+  const at::Device cuda("cuda");
+  EXPECT_EQ(RankDevice(cuda, 0, 4), at::Device("cuda:0"));
+  EXPECT_EQ(RankDevice(cuda, 1, 4), at::Device("cuda:1"));
+  EXPECT_EQ(RankDevice(cuda, 5, 4), at::Device("cuda:1"));
+  EXPECT_EQ(RankDevice(cuda, 3, 1), at::Device("cuda:0"));
+  EXPECT_EQ(RankDevice(at::Device("cuda:2"), 1, 4), at::Device("cuda:2"));
+  EXPECT_EQ(RankDevice(at::Device("cpu"), 1, 4), at::Device("cpu"));
+  EXPECT_EQ(RankDevice(cuda, 1, 0), cuda);  // no GPU: the role check says so
 }
 
 }  // namespace
