@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -275,11 +276,10 @@ void FindBottleneck(BenchResult* r) {
       r->pipeline_limit > 0
           ? r->async.summary.env_frames_per_s / r->pipeline_limit
           : 0;
-  if (a.env_processes > 0 && r->processes_async.ran) {
-    const double E = r->execute_steps;
-    r->processes_limit =
-        std::min({a.env_processes_frames_per_s, a.inference_obs_per_s * E,
-                  a.learner_samples_per_s * E});
+  if (r->processes_async.ran) {
+    const ProcessesBound p = ProcessesLimit(*r);
+    r->processes_limit = p.frames_per_s;
+    r->processes_bound = p.bound;
     r->processes_efficiency =
         r->processes_limit > 0
             ? r->processes_async.env_frames_per_s / r->processes_limit
@@ -342,6 +342,21 @@ absl::StatusOr<EnvScaling> RunBenchEnvScaling(const Config& c,
   if (!tasks.ok()) return tasks.status();
   return RunEnvScaling(EnvPoolOptionsFromConfig(c, *tasks), workers,
                        envs_per_worker, seconds);
+}
+
+ProcessesBound ProcessesLimit(const BenchResult& r) {
+  const StageAlone& a = r.alone;
+  if (a.env_processes <= 0) return {};
+  const double E = r.execute_steps;
+  ProcessesBound p{a.env_processes_frames_per_s, "env"};
+  const std::pair<double, const char*> others[] = {
+      {a.inference_obs_per_s * E, "inference"},
+      {a.learner_samples_per_s * E, "learner"},
+      {r.core_limit, "cpu"}};
+  for (const auto& [limit, name] : others) {
+    if (limit > 0 && limit < p.frames_per_s) p = {limit, name};
+  }
+  return p;
 }
 
 std::string EnvBoundAdvice(const StageAlone& a) {

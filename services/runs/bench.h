@@ -65,9 +65,11 @@ struct BenchResult {
   EngineRun sync, async;
   // --placement processes: both modes again, as separate processes.
   ProcessRun processes_sync, processes_async;
-  // Their limit (the env stage alone across the rollout processes, or
-  // inference or the learner alone) and async's efficiency against it.
+  // Their limit (ProcessesLimit: the env stage alone across the rollout
+  // processes, inference or the learner alone, or the core budget), what set
+  // it, and async's efficiency against it.
   double processes_limit = 0, processes_efficiency = 0;
+  std::string processes_bound;
   double ratio_async_over_sync = 0;
   double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
   double pipeline_efficiency = 0;  // async / pipeline limit
@@ -78,6 +80,17 @@ struct BenchResult {
 // at more workers measured at least 10% faster; else run rollout processes
 // where those measured at least 10% faster.
 std::string EnvBoundAdvice(const StageAlone& a);
+
+// The rollout processes' limit in env frames/s and what sets it: "env" (the
+// env stage alone across the processes), "inference", "learner" (alone), or
+// "cpu": the processes share this machine's cores, so the core budget of one
+// process (r.core_limit) bounds them too. {0, ""} where the env stage was not
+// measured across processes.
+struct ProcessesBound {
+  double frames_per_s = 0;
+  std::string bound;
+};
+ProcessesBound ProcessesLimit(const BenchResult& r);
 
 // What to do when `stage` ("env", "inference" or "learner") alone is the
 // pipeline's limit; a stage already on a GPU is not told to move to one.

@@ -133,9 +133,10 @@ void AppendProcesses(const BenchResult& r, std::string* out) {
   }
   if (r.processes_limit > 0) {
     absl::StrAppendFormat(out,
-                          "processes: limit %.0f frames/s, async efficiency "
-                          "vs limit: %.2f\n",
-                          r.processes_limit, r.processes_efficiency);
+                          "processes: limit %.0f frames/s (%s), async "
+                          "efficiency vs limit: %.2f\n",
+                          r.processes_limit, r.processes_bound,
+                          r.processes_efficiency);
   }
 }
 
@@ -221,7 +222,8 @@ std::string BenchJson(const BenchResult& r) {
       "  \"pipeline_efficiency\": %.4f,\n  \"bottleneck\": \"%s\",\n  "
       "\"advice\": \"%s\",\n  \"processes\": {\"sync\": %s, \"async\": "
       "%s, \"env_alone_processes\": %d, \"env_alone_frames_per_s\": %.3f, "
-      "\"limit_frames_per_s\": %.3f, \"efficiency\": %.4f}\n}\n",
+      "\"limit_frames_per_s\": %.3f, \"limit_bound\": \"%s\", "
+      "\"efficiency\": %.4f}\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator, r.gpus,
       r.inference_device, r.inference_precision, r.learner_device,
       r.learner_precision, r.policy_millions, r.alone.env.frames_per_s,
@@ -236,7 +238,7 @@ std::string BenchJson(const BenchResult& r) {
       r.pipeline_efficiency, r.bottleneck, r.advice,
       processes(r.processes_sync), processes(r.processes_async),
       r.alone.env_processes, r.alone.env_processes_frames_per_s,
-      r.processes_limit, r.processes_efficiency);
+      r.processes_limit, r.processes_bound, r.processes_efficiency);
 }
 
 Report BenchReport(const BenchResult& r) {

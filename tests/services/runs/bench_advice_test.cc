@@ -82,5 +82,31 @@ TEST(BenchAdvice, AStageAlreadyOnAGpuIsNotToldToMoveToOne) {
   EXPECT_EQ(advice.find("GPU"), std::string::npos) << advice;
 }
 
+// The rollout processes share the machine's cores: on the 2-core VM
+// (bench_libero_latency, 2026-11-26) the env stage alone across processes
+// reached 370 frames/s, but one process's core budget was 270, and that is
+// the processes' limit too. Where the cores are plenty (the H200 node) the
+// env stage across processes is.
+TEST(BenchLimits, RolloutProcessesShareTheCoreBudget) {
+  BenchResult r;
+  r.execute_steps = 2;
+  r.alone.inference_obs_per_s = 670;    // x 2 = 1340 frames/s
+  r.alone.learner_samples_per_s = 231;  // x 2 = 462
+  r.alone.env_processes = 1;
+  r.alone.env_processes_frames_per_s = 370;
+  r.core_limit = 270;
+  ProcessesBound p = ProcessesLimit(r);
+  EXPECT_DOUBLE_EQ(p.frames_per_s, 270);
+  EXPECT_EQ(p.bound, "cpu");
+  r.core_limit = 10000;
+  p = ProcessesLimit(r);
+  EXPECT_DOUBLE_EQ(p.frames_per_s, 370);
+  EXPECT_EQ(p.bound, "env");
+  r.alone.learner_samples_per_s = 100;
+  EXPECT_EQ(ProcessesLimit(r).bound, "learner");
+  r.alone.env_processes = 0;  // not measured across processes
+  EXPECT_DOUBLE_EQ(ProcessesLimit(r).frames_per_s, 0);
+}
+
 }  // namespace
 }  // namespace rlvla3
