@@ -1,6 +1,7 @@
 #include "services/net/observation_client.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -76,6 +77,8 @@ struct GrpcObservationChannel::Stream final
   bool hold_released = false;
   bool answered = false;  // at least one good reply came
   bool done = false;
+  bool has_version = false;  // the server said which version it serves
+  uint64_t version = 0;
 };
 
 struct GrpcObservationChannel::Target {
@@ -293,7 +296,14 @@ void GrpcObservationChannel::OnReadDone(Stream* s, bool ok) {
   }
   const v1::ActionReply& m = s->reply;
   if (m.version_notice()) {
-    OnVersion(m.policy_version());
+    std::optional<uint64_t> resume;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      s->has_version = true;
+      s->version = m.policy_version();
+      resume = OldestServedVersion();
+    }
+    if (resume.has_value()) OnVersion(*resume);
     s->StartRead(&s->reply);
     return;
   }
@@ -350,6 +360,17 @@ void GrpcObservationChannel::OnStreamDone(Stream* s,
   }
   s->done = true;
   cv_.notify_all();
+}
+
+std::optional<uint64_t> GrpcObservationChannel::OldestServedVersion() const {
+  std::optional<uint64_t> oldest;
+  for (const Target& t : targets_) {
+    if (t.live == nullptr) continue;
+    if (!t.live->has_version) return std::nullopt;  // not known yet
+    if (!oldest.has_value() || t.live->version < *oldest)
+      oldest = t.live->version;
+  }
+  return oldest;
 }
 
 int GrpcObservationChannel::ServersUp() const {
@@ -415,6 +436,13 @@ void GrpcObservationChannel::Maintain() {
                                     return s->done;
                                   }),
                    streams_.end());
+    // A lost server that lagged holds the envs back no longer.
+    if (const std::optional<uint64_t> v = OldestServedVersion(); v) {
+      lock.unlock();
+      OnVersion(*v);
+      lock.lock();
+      if (closing_) break;
+    }
     cv_.wait_for(lock, absl::ToChronoNanoseconds(kTick));
   }
 }

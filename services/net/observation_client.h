@@ -20,12 +20,15 @@
 //
 // Each stream opens with an EnvNotice registering this worker's envs; the
 // server answers with the version it serves and a notice for every version
-// it loads after, and the newest of them goes to the version handler: envs
-// resume on the version their inference server serves, not the learner's
-// (whose weights may still be on their way; a decision taken on them would
-// be staler than the admission gate allowed). Sync mode (options.sync, one
-// server) adds a notice for every park or resume (NoteParked), ordered with
-// the observations, so the server's barrier knows which envs to wait for.
+// it loads after. The version handler hears the oldest version the live
+// servers serve, once every live server has said (never going back): envs
+// resume on the version their inference servers serve, not the learner's
+// (whose weights may still be on their way), nor the newest server's (an env
+// sent to one that lags would act on weights staler than the admission gate
+// allowed; with several servers a lost one's envs fail over to any other). Sync
+// mode (options.sync, one server) adds a notice for every park or resume
+// (NoteParked), ordered with the observations, so the server's barrier knows
+// which envs to wait for.
 //
 // Example:
 //   auto ch = GrpcObservationChannel::Create(options, net);
@@ -42,6 +45,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -119,6 +123,9 @@ class GrpcObservationChannel final : public ObservationChannel {
   void OnStreamDone(Stream* s, const absl::Status& status);
   void FailLocked(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int ServersUp() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // live streams
+  // The oldest version the live servers serve; none while one has not said.
+  std::optional<uint64_t> OldestServedVersion() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ObservationClientOptions options_;
   const NetOptions net_;
