@@ -367,8 +367,7 @@ std::optional<uint64_t> GrpcObservationChannel::OldestServedVersion() const {
   for (const Target& t : targets_) {
     if (t.live == nullptr) continue;
     if (!t.live->has_version) return std::nullopt;  // not known yet
-    if (!oldest.has_value() || t.live->version < *oldest)
-      oldest = t.live->version;
+    if (!oldest || t.live->version < *oldest) oldest = t.live->version;
   }
   return oldest;
 }
