@@ -345,18 +345,16 @@ absl::StatusOr<EnvScaling> RunBenchEnvScaling(const Config& c,
 }
 
 ProcessesBound ProcessesLimit(const BenchResult& r) {
-  const StageAlone& a = r.alone;
-  if (a.env_processes <= 0) return {};
-  const double E = r.execute_steps;
-  ProcessesBound p{a.env_processes_frames_per_s, "env"};
-  const std::pair<double, const char*> others[] = {
-      {a.inference_obs_per_s * E, "inference"},
-      {a.learner_samples_per_s * E, "learner"},
-      {r.core_limit, "cpu"}};
-  for (const auto& [limit, name] : others) {
-    if (limit > 0 && limit < p.frames_per_s) p = {limit, name};
+  if (r.alone.env_processes <= 0) return {};
+  // The stages alone with the env stage as the processes ran it; they share
+  // this machine's cores as one process does.
+  StageAlone across = r.alone;
+  across.env.frames_per_s = r.alone.env_processes_frames_per_s;
+  const StageLimit s = SlowestStage(across, r.execute_steps);
+  if (r.core_limit > 0 && r.core_limit < s.frames_per_s) {
+    return {r.core_limit, "cpu"};
   }
-  return p;
+  return {s.frames_per_s, s.name};
 }
 
 std::string EnvBoundAdvice(const StageAlone& a) {

@@ -8,11 +8,12 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <random>
+
+#include "tests/envs/images_near.h"
 
 namespace rlvla3 {
 namespace {
@@ -111,16 +112,7 @@ void CompareImages(const Images& each, const Images& batched, int threads) {
     for (int t = 0; t <= kSteps; ++t) {
       const std::vector<uint8_t>& a = each.at(id)[t];
       const std::vector<uint8_t>& b = batched.at(id)[t];
-      ASSERT_EQ(a.size(), b.size());
-      size_t differ = 0;
-      int most = 0;
-      for (size_t k = 0; k < a.size(); ++k) {
-        const int d = std::abs(int{a[k]} - int{b[k]});
-        differ += d != 0;
-        most = std::max(most, d);
-      }
-      EXPECT_LE(most, 8) << threads << " workers, env " << id << " step " << t;
-      EXPECT_LE(differ, a.size() / 100)
+      EXPECT_TRUE(testutil::ImagesNear(a, b))
           << threads << " workers, env " << id << " step " << t;
     }
   }

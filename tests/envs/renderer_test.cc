@@ -3,30 +3,18 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "envs/egl_context.h"
 #include "envs/manipulation_env.h"
+#include "tests/envs/images_near.h"
 
 namespace rlvla3 {
 namespace {
 
 constexpr int kSize = 64;
 using Image = std::vector<uint8_t>;
-
-// Equal up to the rasteriser's sub-pixel position: a tile away from the
-// buffer's origin may move a few edge pixels by a level or two (llvmpipe).
-bool NearlyEqual(const Image& a, const Image& b) {
-  if (a.size() != b.size()) return false;
-  size_t differ = 0;
-  for (size_t k = 0; k < a.size(); ++k) {
-    const int d = std::abs(int{a[k]} - int{b[k]});
-    if (d > 8) return false;
-    differ += d != 0;
-  }
-  return differ <= a.size() / 100;
-}
+using testutil::ImagesNear;
 
 class RendererTest : public ::testing::Test {
  protected:
@@ -74,10 +62,10 @@ TEST_F(RendererTest, TiledDrawsReadBackTheImagesOfSingleRenders) {
   EXPECT_EQ((*tiled)->pending(), 0);
   EXPECT_EQ(got[0], expected[0]);
   for (size_t i = 0; i < envs_.size(); ++i) {
-    EXPECT_TRUE(NearlyEqual(got[i], expected[i])) << "image " << i;
+    EXPECT_TRUE(ImagesNear(got[i], expected[i])) << "image " << i;
   }
   // The states differ, so a tile read from the wrong place would show.
-  EXPECT_FALSE(NearlyEqual(expected[0], expected[1]));
+  EXPECT_FALSE(ImagesNear(expected[0], expected[1]));
 }
 
 TEST_F(RendererTest, TilesAreCappedToWhatTheBufferHolds) {
