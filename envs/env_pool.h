@@ -66,9 +66,12 @@ struct LatencyModel {
 };
 
 struct EnvPoolOptions {
-  // Env i runs tasks[i % tasks.size()]; resolved once, by the caller
-  // (ResolveTaskList, FindTask), so a task file is read once per run.
+  // Env i runs tasks[(i / task_block) % tasks.size()] (TaskOfEnv); resolved
+  // once, by the caller (ResolveTaskList, FindTask), so a task file is read
+  // once per run. task_block > 1 keeps blocks of consecutive envs on one
+  // task: a GRPO group's envs must share their scene.
   std::vector<TaskSpec> tasks;
+  int task_block = 1;
   int num_envs = 4;
   int num_threads = 1;
   uint64_t seed = 0;
@@ -91,6 +94,12 @@ struct EnvPoolOptions {
   // state(i) of every env itself after Create. The callback must not block.
   std::function<void(int env_id)> on_ready;
 };
+
+// The index into options.tasks of env `env`.
+inline int TaskOfEnv(const EnvPoolOptions& o, int env) {
+  const int block = o.task_block > 0 ? o.task_block : 1;
+  return (env / block) % static_cast<int>(o.tasks.size());
+}
 
 // What an env reports after a reset or a step. Valid until the next Send for
 // that env.

@@ -67,7 +67,7 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
     w->gl_ = *std::move(gl);
   }
   auto task_of = [&o](int i) -> const std::string& {
-    return o.tasks[static_cast<size_t>(i) % o.tasks.size()].name;
+    return o.tasks[static_cast<size_t>(TaskOfEnv(o, i))].name;
   };
   // Batched readback: one tile per image of this worker's envs of a task.
   std::map<std::string, int> images;

@@ -189,7 +189,10 @@ absl::StatusOr<StepResult> ManipulationEnv::Step(
   mj_forward(m, d);  // positions and sensors of the new state
   r.success = task_->goal().Satisfied(m, d);
   r.done = r.success;
-  r.truncated = !r.done && step_ >= task_->task().max_steps;
+  const int horizon = options_.max_episode_steps > 0
+                          ? options_.max_episode_steps
+                          : task_->task().max_steps;
+  r.truncated = !r.done && step_ >= horizon;
   r.reward = r.success ? 1.0f : 0.0f;
   if (options_.shaped_reward && !r.success && task_->goal_body() >= 0) {
     const mjtNum* a = d->xpos + 3 * task_->goal_body();

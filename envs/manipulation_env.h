@@ -57,7 +57,8 @@ std::optional<Readback> ParseReadback(absl::string_view name);
 struct EnvOptions {
   int image_width = 128;
   int image_height = 128;
-  bool render = true;  // false: images stay zero (physics-only use)
+  bool render = true;         // false: images stay zero (physics-only use)
+  int max_episode_steps = 0;  // the horizon (0: the task's max_steps)
   // Who renders (envs/egl_context.h); the env pool resolves kAuto for its
   // worker count.
   RenderBackend render_backend = RenderBackend::kAuto;

@@ -91,6 +91,9 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
          "camera image height (pixels)");
   s->Bool("env.shaped_reward", &c->env.shaped_reward,
           "shaped reward instead of sparse success");
+  s->Int("env.max_episode_steps", &c->env.max_episode_steps, {0, 1000000},
+         "every task's horizon in control steps, in training and eval (0: "
+         "the task's own)");
   s->Choice("env.render_backend", &c->env.render_backend,
             {"auto", "gpu", "mesa"},
             "who renders: a GPU's EGL device, Mesa llvmpipe, or auto (README)");
@@ -246,7 +249,13 @@ void DescribeRlOptimizer(Config* c, ConfigSchema* s) {
   s->Real("rl.gae_lambda", &c->rl.gae_lambda, {0.0, false, 1.0, false},
           "GAE lambda");
   s->Real("rl.clip_eps", &c->rl.clip_eps, {0.0, true, 1.0, false},
-          "PPO clip range");
+          "PPO clip range (its lower side: ratio >= 1 - clip_eps)");
+  s->Real("rl.clip_eps_high", &c->rl.clip_eps_high, {0.0, false, 10.0, false},
+          "upper side of the clip, ratio <= 1 + clip_eps_high (clip-higher, "
+          "DAPO / SimpleVLA-RL 0.28; 0: rl.clip_eps)");
+  s->Bool("rl.dynamic_sampling", &c->rl.dynamic_sampling,
+          "GRPO: the update is a mean over the informative groups (those "
+          "whose returns differ; uniform ones are never trained either way)");
   s->Real("rl.is_cap", &c->rl.is_cap, {1.0, false, 1e6, false},
           "behaviour importance weight cap");
   s->Real("rl.value_coef", &c->rl.value_coef, {0.0, false, 1e3, false},
@@ -286,6 +295,14 @@ void DescribeRlRun(Config* c, ConfigSchema* s) {
          "chunk steps executed per decision");
   s->Int("rl.grpo_group_size", &c->rl.grpo_group_size, {2, 1024},
          "episodes per initial state (GRPO)");
+  s->Int("rl.init_state_first", &c->rl.init_state_first, {0, 1000000},
+         "first initial state training draws from");
+  s->Int("rl.init_states", &c->rl.init_states, {1, 1000000},
+         "initial states training draws from (eval's default --first-init "
+         "is the one after them)");
+  s->Bool("rl.bootstrap_truncation", &c->rl.bootstrap_truncation,
+          "PPO: bootstrap V(final observation) where the time limit ends "
+          "an episode (false: treat it as termination)");
   s->Real("rl.duration_s", &c->rl.duration_s, {0.0, true, 1e7, false},
           "run length in seconds");
   s->Int("rl.max_steps", &c->rl.max_steps, {0, 1000000000},

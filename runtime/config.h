@@ -93,7 +93,8 @@ struct EnvConfig {
   int64_t num_envs = 8;       // envs in the pool
   int64_t image_width = 128;  // camera resolution (pixels)
   int64_t image_height = 128;
-  bool shaped_reward = false;  // sparse success reward unless true
+  bool shaped_reward = false;     // sparse success reward unless true
+  int64_t max_episode_steps = 0;  // every task's horizon (0: its own)
   // Who renders: auto | gpu (a GPU vendor's EGL device) | mesa (llvmpipe).
   std::string render_backend = "auto";
   // How images come back: auto | batched (once per env worker's sweep) |
@@ -177,10 +178,12 @@ struct RlConfig {
   double max_grad_norm = 1.0;  // gradient clipping (0: off)
   double gamma = 0.99;         // discount per decision
   double gae_lambda = 0.95;
-  double clip_eps = 0.2;      // PPO ratio clip against the proximal policy
-  double is_cap = 2.0;        // behaviour importance weight truncation
-  double value_coef = 0.5;    // value loss weight (PPO)
-  double entropy_coef = 0.0;  // entropy bonus weight
+  double clip_eps = 0.2;         // PPO ratio clip against the proximal policy
+  double clip_eps_high = 0.28;   // its upper side (clip-higher; 0: clip_eps)
+  bool dynamic_sampling = true;  // GRPO: update over informative groups
+  double is_cap = 2.0;           // behaviour importance weight truncation
+  double value_coef = 0.5;       // value loss weight (PPO)
+  double entropy_coef = 0.0;     // entropy bonus weight
   double negative_advantage_weight = 1.0;  // scale of negative advantages
   int64_t critic_warmup_steps = 0;   // first steps train the value head only
   bool normalize_advantages = true;  // PPO: by running moments
@@ -193,8 +196,13 @@ struct RlConfig {
   int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner
   int64_t execute_steps = 4;    // chunk steps executed per decision
   int64_t grpo_group_size = 4;  // G episodes per initial state (GRPO)
-  double duration_s = 120;      // run length (wall time)
-  int64_t max_steps = 0;        // stop after this many optimizer steps (0: off)
+  // Initial states training draws from: init_state_first ..
+  // init_state_first + init_states - 1 (eval holds out the ones after).
+  int64_t init_state_first = 0;
+  int64_t init_states = 50;
+  bool bootstrap_truncation = true;  // PPO: a time limit is not terminal
+  double duration_s = 120;           // run length (wall time)
+  int64_t max_steps = 0;  // stop after this many optimizer steps (0: off)
   int64_t checkpoint_every = 0;  // optimizer steps between checkpoints (0: end)
   std::string init_checkpoint = "";  // start from this checkpoint folder
   int64_t success_window = 50;       // episodes in the rolling success rate

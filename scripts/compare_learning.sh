@@ -11,7 +11,7 @@
 #   scripts/compare_learning.sh [CONFIG] [STEPS] [SEEDS...]
 #   defaults: configs/learning_weak_start.yaml 60 0 1
 # Env: RLVLA3_BIN (default build/services/rl-vla3), OUT (default runs/compare),
-# EVAL (default 200).
+# EVAL (default 400).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIG=${1:-configs/learning_weak_start.yaml}
@@ -21,7 +21,7 @@ SEEDS=("$@")
 [ ${#SEEDS[@]} -eq 0 ] && SEEDS=(0 1)
 BIN=${RLVLA3_BIN:-build/services/rl-vla3}
 OUT=${OUT:-runs/compare}
-EVAL=${EVAL:-200}
+EVAL=${EVAL:-400}
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/sft/checkpoint/model.safetensors" ]; then
@@ -42,15 +42,17 @@ for mode in sync async; do
   done
 done
 greedy() {  # success % of checkpoint $1 over $EVAL held-out initial states
+  # (eval's default --first-init: the first after training's); outcomes to $2
   "$BIN" eval --config "$CONFIG" --checkpoint "$1" --episodes "$EVAL" \
-    --first-init 50 \
+    --outcomes "$2" \
     --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }'
 }
 declare -A final
-final[sft]=$(greedy "$OUT/sft/checkpoint")
+final[sft]=$(greedy "$OUT/sft/checkpoint" "$OUT/sft.outcomes")
 for mode in sync async; do
   for seed in "${SEEDS[@]}"; do
-    final[${mode}_seed${seed}]=$(greedy "$OUT/${mode}_seed${seed}/checkpoints/final")
+    final[${mode}_seed${seed}]=$(greedy "$OUT/${mode}_seed${seed}/checkpoints/final" \
+      "$OUT/${mode}_seed${seed}.outcomes")
   done
 done
 
@@ -78,4 +80,13 @@ for mode in sync async; do
       END { printf "%-6s mean over %d seeds:", m, n;
             for (i = 0; i < 4; ++i) printf "  %.0f%% (%d ep)", 100 * ok[i] / ep[i], ep[i];
             printf "\n" }'
+done
+echo
+echo "== greedy success, paired against the SFT start ($EVAL held-out states)"
+for mode in sync async; do
+  for seed in "${SEEDS[@]}"; do
+    printf "%-14s " "${mode}_seed${seed}"
+    python3 scripts/paired_mcnemar.py "$OUT/sft.outcomes" \
+      "$OUT/${mode}_seed${seed}.outcomes"
+  done
 done

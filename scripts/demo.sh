@@ -29,10 +29,21 @@ $BIN train --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
   --set run.name=train --init-checkpoint "$OUT/sft/checkpoint" "$@" \
   | tee "$OUT/train.txt"
 
+# Greedy success before and after RL on the same held-out initial states
+# (eval's default: the first states after the ones training draws from).
+EVAL=${RLVLA3_DEMO_EVAL:-100}
+for ck in sft/checkpoint train/checkpoints/final; do
+  $BIN eval --config configs/libero_demo.yaml --checkpoint "$OUT/$ck" \
+    --episodes "$EVAL" --outcomes "$OUT/${ck%%/*}.outcomes" \
+    --set metrics.progress=off > "$OUT/${ck%%/*}_eval.txt" 2>/dev/null
+done
+
 echo
 echo "== demo summary"
 grep -E "^self-check" "$OUT/selfcheck.txt"
 grep -E "^mean success" "$OUT/sft.txt" | sed 's/^/SFT warm start (greedy eval): /'
 grep -E "run: |^learner:|^policy lag|^rolling success|^success by start" "$OUT/train.txt" |
   sed 's/^/RL (sampled actions): /'
+echo "greedy success on $EVAL held-out initial states, before and after RL:"
+python3 scripts/paired_mcnemar.py "$OUT/sft.outcomes" "$OUT/train.outcomes"
 echo "report: $OUT/train/report.html (open it in a browser)"

@@ -21,7 +21,8 @@ struct Learner::Metrics {
   Gauge *lag_mean, *lag_max, *s_per_step, *version, *clip_fraction, *approx_kl,
       *step_kl, *learning_rate, *is_min, *is_mean, *is_max, *loss, *entropy,
       *policy_loss, *value_loss, *grad_norm, *ratio_min, *ratio_mean,
-      *ratio_max;
+      *ratio_max, *grpo_informative;
+  Counter* grpo_groups = nullptr;  // GRPO groups completed
   // Per PPO epoch: clip_fraction.epoch_<k>, approx_kl.epoch_<k> (KL(prox ||
   // theta), k3 estimator).
   std::vector<Gauge*> epoch_clip, epoch_kl;
@@ -55,6 +56,9 @@ struct Learner::Metrics {
     ratio_min = &r.gauge("ratio_min");
     ratio_mean = &r.gauge("ratio_mean");
     ratio_max = &r.gauge("ratio_max");
+    // GRPO: the fraction of the last update's groups whose returns differed.
+    grpo_informative = &r.gauge("grpo_informative_fraction");
+    grpo_groups = &r.counter("grpo_groups");
     for (int k = 1; k <= epochs; ++k) {
       epoch_clip.push_back(&r.gauge(absl::StrCat("clip_fraction.epoch_", k)));
       epoch_kl.push_back(&r.gauge(absl::StrCat("approx_kl.epoch_", k)));
@@ -85,6 +89,11 @@ struct Learner::Metrics {
     ratio_min->Set(st.ratio_min);
     ratio_mean->Set(st.ratio_mean);
     ratio_max->Set(st.ratio_max);
+    if (st.groups > 0) {
+      grpo_groups->Add(static_cast<uint64_t>(st.groups));
+      grpo_informative->Set(static_cast<double>(st.informative_groups) /
+                            static_cast<double>(st.groups));
+    }
     for (size_t k = 0;
          k < st.epoch_clip_fraction.size() && k < epoch_clip.size(); ++k) {
       epoch_clip[k]->Set(st.epoch_clip_fraction[k]);

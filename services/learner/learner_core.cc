@@ -95,14 +95,19 @@ void LearnerCore::TrainMicroBatch() {
   while (!ready_.empty() &&
          static_cast<int>(batch.size()) < options_.micro_batch &&
          units < options_.global_units) {
-    batch.push_back(ready_.front());
+    const SampleRef r = ready_.front();
     ready_.pop_front();
-    if (batch.back().unit_end) {
+    if (r.unit_end) {
       ++units;
       --ready_unit_count_;
+      if (r.seg != nullptr) ++informative_units_;
     }
+    if (r.seg != nullptr) batch.push_back(r);
   }
-  if (batch.empty()) return;
+  if (batch.empty()) {
+    units_trained_ = units;  // uninformative units only
+    return;
+  }
   RecordLags(batch);
   samples_trained_ += static_cast<int64_t>(batch.size());
   units_trained_ = units;
@@ -166,6 +171,12 @@ LearnerStepStats LearnerCore::Step() {
   if (multi_pass()) return StepEpochs();
   LearnerStepStats st;
   st.samples = samples_trained_;
+  TakeGroupCounts(&st);
+  if (!AnyTrainedOnAnyRank(samples_trained_ > 0)) {
+    AdvanceWithoutUpdate(&st);
+    return st;
+  }
+  grad_scale_ = InformativeScale();
   // One host read per optimizer step: the gradient norm and, when anything
   // was trained, every loss statistic.
   const at::Tensor norm_t = ClipGradients().reshape({1});
@@ -214,11 +225,47 @@ LearnerStepStats LearnerCore::Step() {
   rate_.ClearProbe();
   ZeroGradients();
   st.version = version_;
-  units_trained_ = 0;
+  units_trained_ = informative_units_ = 0;
+  grad_scale_ = 1.0;
   samples_trained_ = 0;
   lag_sum_ = 0;
   sums_ = LossSums();
   return st;
+}
+
+void LearnerCore::TakeGroupCounts(LearnerStepStats* st) {
+  st->groups = groups_done_;
+  st->informative_groups = groups_informative_;
+  groups_done_ = groups_informative_ = 0;
+}
+
+bool LearnerCore::AnyTrainedOnAnyRank(bool local) {
+  if (!distributed() || !group_error_.ok()) return local;
+  absl::StatusOr<bool> any = reducer_->AnyOf(local);
+  if (!any.ok()) {
+    group_error_ = any.status();
+    return local;
+  }
+  return *any;
+}
+
+double LearnerCore::InformativeScale() const {
+  if (!options_.dynamic_sampling || informative_units_ <= 0) return 1.0;
+  return static_cast<double>(options_.global_units) /
+         static_cast<double>(informative_units_);
+}
+
+void LearnerCore::AdvanceWithoutUpdate(LearnerStepStats* st) {
+  ++version_;
+  ExpireWaitingGroups();
+  rate_.ClearProbe();
+  st->lr = rate_.lr();
+  st->version = version_;
+  units_trained_ = informative_units_ = samples_trained_ = 0;
+  lag_sum_ = 0;
+  sums_ = LossSums();
+  batch_.clear();
+  batch_prox_.clear();
 }
 
 void LearnerCore::FinishUpdate(LearnerStepStats* st) {

@@ -71,6 +71,16 @@ struct LearnerOptions {
                                // episodes (GRPO)
   int64_t max_policy_lag = 1;  // older samples are dropped
   int grpo_group_size = 4;
+  // GRPO: a group whose episodes all got the same return carries no signal;
+  // it is never trained (its segments go straight back) and it still counts
+  // towards the global batch, so rollouts and the admission gate keep their
+  // cadence. Dynamic sampling (DAPO; RLinf masks rather than resamples) also
+  // rescales the update to the batch's informative episodes: the gradient
+  // is a mean over the groups that carry signal, not diluted by silent ones.
+  // A batch with no informative group takes no optimizer step: the weights,
+  // the optimizer's moments and the learning rate stay as they were (the
+  // version still advances: it is the rollouts' clock).
+  bool dynamic_sampling = true;
   double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 1.0;
   double value_lr = 1e-3;         // the value head's learning rate
   double action_scale_lr = 1e-2;  // the action log-temperatures' rate
@@ -127,6 +137,9 @@ struct LearnerStepStats {
   int optimizer_steps = 0;  // minibatch steps taken in this update
   double ratio_min = 1, ratio_mean = 1, ratio_max = 1;
   std::vector<double> epoch_clip_fraction, epoch_approx_kl;
+  // GRPO: groups completed since the last update, and those whose returns
+  // differed (the informative ones; the rest were not trained).
+  int64_t groups = 0, informative_groups = 0;
 };
 
 class LearnerCore {
@@ -197,6 +210,8 @@ class LearnerCore {
     std::vector<float> advantages, returns;
     int unconsumed = 0;  // samples not yet trained on
   };
+  // seg == nullptr: a unit (episode) of an uninformative GRPO group, counted
+  // towards the global batch and never trained.
   struct SampleRef {
     TrainSegment* seg;
     int t;
@@ -255,6 +270,15 @@ class LearnerCore {
   // After an update that changed the weights: the version advances, and with
   // target_kl the step's KL is measured and the learning rate adapted.
   void FinishUpdate(LearnerStepStats* st);
+  // An update with nothing to train (every group uniform): the version
+  // advances, nothing else moves.
+  void AdvanceWithoutUpdate(LearnerStepStats* st);
+  // Whether this update trained anything, on this rank or any other.
+  bool AnyTrainedOnAnyRank(bool local);
+  // The dynamic-sampling rescale of this update's gradients.
+  double InformativeScale() const;
+  // The GRPO group counts of this update, then reset.
+  void TakeGroupCounts(LearnerStepStats* st);
   // KL(before || after) of the step just taken, per decision of the KL
   // probe (the last micro-batch).
   double MeasureStepKl();
@@ -332,6 +356,10 @@ class LearnerCore {
   // GRPO groups that lost a member to the lag bound -> members seen so far.
   std::map<uint64_t, int> poisoned_groups_;
   int64_t units_trained_ = 0;  // in the current global batch
+  // Of them, episodes of informative GRPO groups (PPO: every unit).
+  int64_t informative_units_ = 0;
+  int64_t groups_done_ = 0, groups_informative_ = 0;  // since the last update
+  double grad_scale_ = 1.0;  // applied by ClipGradients
   int64_t samples_trained_ = 0;
   int64_t dropped_samples_ = 0, skipped_steps_ = 0, expired_episodes_ = 0;
   double loss_scale_ = 1.0;

@@ -244,6 +244,21 @@ void LearnerCore::AddGrpo(RolloutSegment* seg) {
   if (static_cast<int>(group.size()) < options_.grpo_group_size) return;
   std::vector<float> returns;
   for (TrainSegment* s : group) returns.push_back(s->rollout->episode_return);
+  ++groups_done_;
+  if (std::all_of(returns.begin(), returns.end(),
+                  [&](float r) { return r == returns.front(); })) {
+    // No signal: not trained (no zero-advantage samples whose only effect
+    // would be the optimizer's momentum); each episode still counts as a
+    // unit of the global batch.
+    for (TrainSegment* s : group) {
+      Consume(s);
+      ready_.push_back({nullptr, -1, 0.0f, true});
+      ++ready_unit_count_;
+    }
+    groups_.erase(seg->group);
+    return;
+  }
+  ++groups_informative_;
   const std::vector<float> adv = GroupNormalizedAdvantages(returns);
   for (size_t i = 0; i < group.size(); ++i) {
     TrainSegment* s = group[i];

@@ -151,6 +151,9 @@ at::Tensor LearnerCore::ClipGradients() {
   std::vector<at::Tensor> grads, norms;
   for (const auto& p : params_) {
     if (!p.grad().defined()) continue;
+    // Dynamic sampling: a mean over the informative episodes (the loss
+    // weights are 1 / global batch).
+    if (grad_scale_ != 1.0) p.grad().mul_(grad_scale_);
     grads.push_back(p.grad());
     norms.push_back(p.grad().norm(2));
   }

@@ -35,6 +35,12 @@ LearnerStepStats LearnerCore::StepEpochs() {
   st.lag_min = lag_min_;
   st.lag_max = lag_max_;
   st.lag_mean = n > 0 ? lag_sum_ / static_cast<double>(n) : 0;
+  TakeGroupCounts(&st);
+  if (!AnyTrainedOnAnyRank(n > 0)) {
+    AdvanceWithoutUpdate(&st);
+    return st;
+  }
+  grad_scale_ = InformativeScale();
   const EpochPlan plan = PlanEpochs(n);
   std::vector<LossSums> epoch_sums;  // read once, at the end
   const bool completed = TrainEpochs(plan, &epoch_sums, &st);
@@ -226,7 +232,8 @@ void LearnerCore::EndEpochs(bool completed, LearnerStepStats* st) {
   }
   batch_.clear();
   batch_prox_.clear();
-  units_trained_ = 0;
+  units_trained_ = informative_units_ = 0;
+  grad_scale_ = 1.0;
   samples_trained_ = 0;
   lag_sum_ = 0;
 }

@@ -14,8 +14,9 @@ PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
   }
   const at::Tensor w = in.weights.detach();
   const at::Tensor ratio = torch::exp(in.log_probs - prox);
+  const double high = o.clip_eps_high > 0 ? o.clip_eps_high : o.clip_eps;
   const at::Tensor clipped_ratio =
-      torch::clamp(ratio, 1.0 - o.clip_eps, 1.0 + o.clip_eps);
+      torch::clamp(ratio, 1.0 - o.clip_eps, 1.0 + high);
   t.is_weight = torch::clamp_max(torch::exp(prox - behav), o.is_cap);
   const at::Tensor surrogate =
       torch::min(ratio * adv, clipped_ratio * adv) * t.is_weight;
@@ -38,7 +39,7 @@ PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
   t.ratio = r;
   // The clip is active where min() picks the clipped term: no gradient flows.
   t.clipped =
-      torch::logical_or(torch::logical_and(adv > 0, r > 1.0 + o.clip_eps),
+      torch::logical_or(torch::logical_and(adv > 0, r > 1.0 + high),
                         torch::logical_and(adv < 0, r < 1.0 - o.clip_eps))
           .to(torch::kFloat);
   t.approx_kl = (behav - in.log_probs.detach());

@@ -24,6 +24,7 @@ inline EnvOptions EnvOptionsFromConfig(const Config& c) {
   o.image_width = static_cast<int>(c.env.image_width);
   o.image_height = static_cast<int>(c.env.image_height);
   o.shaped_reward = c.env.shaped_reward;
+  o.max_episode_steps = static_cast<int>(c.env.max_episode_steps);
   // One of the names ParseRenderBackend knows (a config choice).
   o.render_backend =
       ParseRenderBackend(c.env.render_backend).value_or(RenderBackend::kAuto);

@@ -26,6 +26,8 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   LearnerOptions lo;
   lo.algorithm = rl.algorithm;
   lo.loss.clip_eps = rl.clip_eps;
+  lo.loss.clip_eps_high = rl.clip_eps_high;
+  lo.dynamic_sampling = rl.dynamic_sampling;
   lo.loss.is_cap = rl.is_cap;
   lo.loss.value_coef = rl.value_coef;
   lo.loss.entropy_coef = rl.entropy_coef;
@@ -139,6 +141,8 @@ absl::StatusOr<EngineTasks> ResolveEngineTasks(const EnvConfig& env) {
     t.instructions.push_back(spec.instruction);
     t.max_steps = std::max(t.max_steps, spec.max_steps);
   }
+  if (env.max_episode_steps > 0)
+    t.max_steps = static_cast<int>(env.max_episode_steps);
   return t;
 }
 
@@ -187,6 +191,9 @@ RolloutWorkerOptions RolloutOptionsOf(const Config& c, const EngineSizes& z,
   r.run_id = r.seed;
   r.success_window = c.rl.success_window;
   r.max_episode_steps = t.max_steps;
+  r.init_first = static_cast<int>(c.rl.init_state_first);
+  r.init_count = static_cast<int>(c.rl.init_states);
+  r.bootstrap_truncation = c.rl.bootstrap_truncation;
   return r;
 }
 

@@ -27,6 +27,7 @@ struct EnvCursor {
   int chunk_pos = 0;       // chunk steps executed of the decision in flight
   int64_t decisions = 0;   // decisions submitted (PPO admission unit)
   int64_t episodes = 0;    // episodes admitted (GRPO admission unit)
+  int64_t resets = 0;      // PPO: episodes begun (their initial states)
   int64_t segments = 0;    // segments emitted
   bool resetting = false;  // a reset was requested; next ready is its obs
   float episode_return = 0;
@@ -185,12 +186,28 @@ struct RolloutWorker::Impl {
                                s->proprio_at(t), c.submit_ns}));
   }
 
-  // The init state of episode `round` of `env`'s GRPO group.
+  // The init state of episode `round` of `env`'s GRPO group (PPO: of the
+  // env itself), in [init_first, init_first + init_count).
   int GroupInit(int env, int64_t round) const {
     const uint64_t g = static_cast<uint64_t>(env / options.group_size);
-    return static_cast<int>(
-        Mix(options.seed * 7919u + g * 104729u + static_cast<uint64_t>(round)) %
-        kInitStatesPerTask);
+    return options.init_first +
+           static_cast<int>(Mix(options.seed * 7919u + g * 104729u +
+                                static_cast<uint64_t>(round)) %
+                            static_cast<uint64_t>(options.init_count));
+  }
+  // Where `env`'s next episode starts: its GRPO group's next state, or
+  // (PPO) a fresh draw for the env.
+  void ResetToNextInit(int env, EnvCursor& c) {
+    RequestReset(env, GroupInit(env, options.grpo ? c.episodes : ++c.resets));
+  }
+  // PPO, bootstrap_truncation: the episode ran out of time at decision t;
+  // the segment ends there with the final observation to bootstrap from.
+  void CutAtTimeLimit(int env, EnvCursor& c, int t) {
+    RolloutSegment* s = c.seg;
+    s->terminal[t] = 0;
+    CopyObservation(env, s, s->n);
+    s->has_bootstrap = true;
+    Emit(c);
   }
 
   // Level 1 replies: record each decision, send each env its first action.
@@ -272,6 +289,10 @@ struct RolloutWorker::Impl {
       StartDecision(env);
       return;
     }
+    if (!options.grpo && options.bootstrap_truncation && st.error.ok() &&
+        st.result.truncated && !st.result.done && !st.result.unstable) {
+      CutAtTimeLimit(env, c, t);
+    }
     EpisodeEnded(env, st.result.success, c);
     if (options.grpo) {
       s->episode_end = true;
@@ -280,11 +301,7 @@ struct RolloutWorker::Impl {
       Emit(c);
     }
     c.episode_return = 0;
-    if (options.grpo) {
-      RequestReset(env, GroupInit(env, c.episodes));
-    } else {
-      ResetOnNextSend(env);  // the pool's auto-reset
-    }
+    ResetToNextInit(env, c);
   }
 
   // The env crashed, hung or broke its observation contract (the pool has
@@ -311,11 +328,7 @@ struct RolloutWorker::Impl {
     c.slot = -1;
     c.episode_return = 0;
     c.episode_fresh = true;
-    if (options.grpo) {
-      RequestReset(env, GroupInit(env, c.episodes));
-    } else {
-      ResetOnNextSend(env);
-    }
+    ResetToNextInit(env, c);
   }
 
   // Resets `env` to `init_id` on its next pool step; its next ready state is
@@ -387,13 +400,20 @@ absl::StatusOr<std::unique_ptr<RolloutWorker>> RolloutWorker::Create(
   m.render_ms = &r.histogram("time_env_render_ms", +ms);
   m.readback_ms = &r.histogram("time_env_readback_ms", +ms);
   m.cursors.resize(static_cast<size_t>(m.num_envs));
+  if (options.init_first < 0 || options.init_count < 1) {
+    return absl::InvalidArgumentError(
+        "rollout worker: need init_first >= 0 and init_count >= 1");
+  }
+  // A GRPO group's envs run one task (their baseline compares episodes of
+  // one scene from one initial state).
+  m.options.pool.task_block = m.options.group_size;
   for (int i = 0; i < m.num_envs; ++i) {
-    m.cursors[i].task = i % static_cast<int>(options.pool.tasks.size());
+    m.cursors[i].task = TaskOfEnv(m.options.pool, i);
   }
   Impl* self = &m;
   observations->SetReplyHandler(
       [self](absl::Span<const ActionReply> r) { return self->OnReplies(r); });
-  EnvPoolOptions po = options.pool;
+  EnvPoolOptions po = m.options.pool;
   po.on_ready = [self](int env) { self->OnReady(env); };
   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(po);
   if (!pool.ok()) return pool.status();
@@ -403,12 +423,9 @@ absl::StatusOr<std::unique_ptr<RolloutWorker>> RolloutWorker::Create(
 
 void RolloutWorker::Start() {
   Impl& m = *impl_;
+  // Every env starts from a state of the configured range.
   for (int env = 0; env < m.num_envs; ++env) {
-    if (m.options.grpo) {
-      m.RequestReset(env, m.GroupInit(env, 0));
-    } else {
-      m.StartDecision(env);
-    }
+    m.RequestReset(env, m.GroupInit(env, 0));
   }
 }
 

@@ -53,6 +53,14 @@ struct RolloutWorkerOptions {
   uint64_t run_id = 0;
   int64_t success_window = 100;
   int max_episode_steps = 0;  // the longest task's step limit
+  // Initial states episodes start from: init_first .. init_first +
+  // init_count - 1 of each task (evaluation holds out the states after).
+  int init_first = 0;
+  int init_count = 50;
+  // PPO: an episode cut by its time limit is not a terminal state: its
+  // segment ends there with the final observation, whose value the learner
+  // bootstraps from (false: the time limit is treated as termination).
+  bool bootstrap_truncation = true;
 };
 
 // One finished episode, with the policy version that chose its first action.

@@ -66,7 +66,7 @@ absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c) {
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     Policy& policy, const TextTokenizer& tokenizer, const Config& c,
     const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
-    int first_init) {
+    int first_init, int execute_steps) {
   if (sampled) torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   const EnvOptions opts = EnvOptionsFromConfig(c);
   absl::StatusOr<std::unique_ptr<EglContext>> gl =
@@ -101,8 +101,8 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
   at::Tensor text, lens;
   EncodeInstructionTable(instructions, tokenizer, c.policy.max_text_len, &text,
                          &lens);
-  const int execute =
-      static_cast<int>(std::min<int64_t>(c.sft.execute_steps, policy.chunk()));
+  const int execute = static_cast<int>(std::min<int64_t>(
+      execute_steps > 0 ? execute_steps : c.sft.execute_steps, policy.chunk()));
   for (;;) {
     std::vector<const Observation*> obs;
     std::vector<int64_t> task_of;
@@ -135,8 +135,10 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
   std::vector<TaskSuccess> out(tasks.size());
   for (size_t t = 0; t < tasks.size(); ++t) out[t].task = tasks[t].name;
   for (const auto& j : jobs) {
-    ++out[static_cast<size_t>(j.task)].episodes;
-    out[static_cast<size_t>(j.task)].successes += j.success;
+    TaskSuccess& t = out[static_cast<size_t>(j.task)];
+    ++t.episodes;
+    t.successes += j.success;
+    t.outcomes.push_back(j.success);
   }
   return out;
 }

@@ -44,6 +44,9 @@ struct TaskSuccess {
   std::string task;
   int episodes = 0;
   int successes = 0;
+  // Episode e (from initial state first_init + e) succeeded: the outcomes
+  // a paired comparison of two checkpoints on the same states needs.
+  std::vector<bool> outcomes;
 };
 
 struct SftResult {
@@ -71,11 +74,12 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
 // episodes - 1 of each task: greedy (most likely token per dimension) or
 // sampled, as RL rollouts act (torch's generator seeded with run.seed, so a
 // sampled evaluation repeats). Training draws its episodes from states
-// 0..kInitStatesPerTask-1 (50); states from 50 on are held out.
+// 0..kInitStatesPerTask-1 (50); states from 50 on are held out. Each
+// decision executes `execute_steps` of its chunk (0: sft.execute_steps).
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     Policy& policy, const TextTokenizer& tokenizer, const Config& c,
     const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
-    int first_init = 0);
+    int first_init = 0, int execute_steps = 0);
 
 // Collect, train, evaluate, checkpoint. `progress` gets a one-line status.
 absl::StatusOr<SftResult> RunSft(

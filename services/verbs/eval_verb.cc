@@ -1,14 +1,17 @@
 // `rl-vla3 eval`: a checkpoint's success rate per task.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "policies/checkpoint.h"
 #include "policies/trainable_policy.h"
 #include "runtime/logging.h"
+#include "runtime/text_file.h"
 #include "services/runs/sft.h"
 #include "services/verbs/verb.h"
 #include "services/verbs/verbs.h"
@@ -28,8 +31,9 @@ int VerbEval(const VerbArgs& f) {
   }
   auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
   if (!episodes) return kExitUsage;
-  int first_init = 0;
-  if (const std::string v = f.Get("--first-init", "0");
+  // Held out by default: the first state after the ones training draws from.
+  int first_init = static_cast<int>(c->rl.init_state_first + c->rl.init_states);
+  if (const std::string v = f.Get("--first-init", absl::StrCat(first_init));
       !absl::SimpleAtoi(v, &first_init) || first_init < 0) {
     std::fprintf(stderr,
                  "rl-vla3: eval --first-init expects an integer >= 0, got "
@@ -63,19 +67,38 @@ int VerbEval(const VerbArgs& f) {
   ck->policy->SetTraining(false);
   Policy& policy = *ck->policy;
   const auto start = absl::Now();
-  absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
-      policy, ck->tokenizer, cfg, *tasks, *episodes, sampled, first_init);
+  absl::StatusOr<std::vector<TaskSuccess>> r =
+      EvaluatePolicy(policy, ck->tokenizer, cfg, *tasks, *episodes, sampled,
+                     first_init, static_cast<int>(cfg.rl.execute_steps));
   if (!r.ok()) {
     spdlog::error("eval: {}", r.status().ToString());
     return kExitFailure;
   }
   std::printf("%s", FormatTaskSuccess(*r).c_str());
+  if (const std::string out = f.Get("--outcomes", ""); !out.empty()) {
+    // One line per episode: task, initial state, 1/0.
+    std::string text;
+    for (const TaskSuccess& t : *r) {
+      for (size_t e = 0; e < t.outcomes.size(); ++e) {
+        absl::StrAppend(&text, t.task, " ", first_init + static_cast<int>(e),
+                        " ", t.outcomes[e] ? 1 : 0, "\n");
+      }
+    }
+    if (absl::Status s = WriteTextFile(out, text); !s.ok()) {
+      spdlog::error("eval: {}", s.ToString());
+      return kExitFailure;
+    }
+  }
   std::printf(
       "checkpoint %s (policy version %llu), %s actions, %d episodes per task "
-      "from initial states %d..%d, %.0f s\n",
+      "from initial states %d..%d, %lld steps of each chunk executed, %.0f "
+      "s\n",
       path.c_str(), static_cast<unsigned long long>(ck->version),
       sampled ? "sampled" : "greedy", *episodes, first_init,
-      first_init + *episodes - 1, absl::ToDoubleSeconds(absl::Now() - start));
+      first_init + *episodes - 1,
+      static_cast<long long>(
+          std::min<int64_t>(cfg.rl.execute_steps, policy.chunk())),
+      absl::ToDoubleSeconds(absl::Now() - start));
   return kExitOk;
 }
 
@@ -87,11 +110,16 @@ Verb EvalVerb() {
       "a checkpoint's success rate per task (TinyVLA or TorchScript)\n"
       "  --checkpoint DIR        checkpoint folder (required)\n"
       "  --episodes N            episodes per task (default 10)\n"
-      "  --first-init K          first initial state (default 0; training "
-      "uses 0..49)\n"
+      "  --first-init K          first initial state (default: the first "
+      "after training's,\n"
+      "                          rl.init_state_first + rl.init_states = 50)\n"
+      "  (acts as RL does: rl.execute_steps of each chunk)\n"
       "  --task NAME             a task (repeatable; default sft.tasks)\n"
-      "  --actions greedy|sampled  how tokens are chosen (default greedy)\n",
-      {"--checkpoint", "--episodes", "--task", "--actions", "--first-init"},
+      "  --actions greedy|sampled  how tokens are chosen (default greedy)\n"
+      "  --outcomes FILE         also write each episode's outcome (task, "
+      "initial state, 1/0)\n",
+      {"--checkpoint", "--episodes", "--task", "--actions", "--first-init",
+       "--outcomes"},
       {},
       VerbEval};
 }
