@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +20,21 @@
 
 namespace rlvla3 {
 namespace {
+
+// One line per episode (task, initial state, 1/0) to `path`, if one is
+// given: the outcomes scripts/paired_mcnemar.py pairs across checkpoints.
+absl::Status WriteOutcomes(const std::string& path,
+                           const std::vector<TaskSuccess>& r, int first_init) {
+  if (path.empty()) return absl::OkStatus();
+  std::string text;
+  for (const TaskSuccess& t : r) {
+    for (size_t e = 0; e < t.outcomes.size(); ++e) {
+      absl::StrAppend(&text, t.task, " ", first_init + static_cast<int>(e), " ",
+                      t.outcomes[e] ? 1 : 0, "\n");
+    }
+  }
+  return WriteTextFile(path, text);
+}
 
 int VerbEval(const VerbArgs& f) {
   auto c = LoadOrReport(f);
@@ -75,19 +91,10 @@ int VerbEval(const VerbArgs& f) {
     return kExitFailure;
   }
   std::printf("%s", FormatTaskSuccess(*r).c_str());
-  if (const std::string out = f.Get("--outcomes", ""); !out.empty()) {
-    // One line per episode: task, initial state, 1/0.
-    std::string text;
-    for (const TaskSuccess& t : *r) {
-      for (size_t e = 0; e < t.outcomes.size(); ++e) {
-        absl::StrAppend(&text, t.task, " ", first_init + static_cast<int>(e),
-                        " ", t.outcomes[e] ? 1 : 0, "\n");
-      }
-    }
-    if (absl::Status s = WriteTextFile(out, text); !s.ok()) {
-      spdlog::error("eval: {}", s.ToString());
-      return kExitFailure;
-    }
+  if (absl::Status s = WriteOutcomes(f.Get("--outcomes", ""), *r, first_init);
+      !s.ok()) {
+    spdlog::error("eval: {}", s.ToString());
+    return kExitFailure;
   }
   std::printf(
       "checkpoint %s (policy version %llu), %s actions, %d episodes per task "
