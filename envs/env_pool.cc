@@ -60,7 +60,7 @@ absl::Status ReleaseDelayedStates(EnvPoolState& state) {
 absl::StatusOr<EnvWorker::TaskModels> LoadTaskModels(const EnvPoolOptions& o) {
   EnvWorker::TaskModels models;
   for (const TaskSpec& spec : o.tasks) {
-    if (models.count(spec.name) == 0) {
+    if (!spec.toy && models.count(spec.name) == 0) {
       absl::StatusOr<std::shared_ptr<const TaskModel>> m =
           TaskModel::Create(spec, o.env);
       if (!m.ok()) return m.status();
@@ -270,8 +270,12 @@ void EnvPool::SetNextReset(int env_id, int init_id) {
   slot.needs_reset = true;
 }
 
-const ManipulationEnv& EnvPool::env(int env_id) const {
+const SimEnv& EnvPool::env(int env_id) const {
   return *impl_->state.slots[env_id]->env;
+}
+
+const ManipulationEnv* EnvPool::manipulation_env(int env_id) const {
+  return impl_->state.slots[env_id]->manipulation;
 }
 
 EnvPoolStats EnvPool::stats() const {

@@ -163,7 +163,9 @@ class EnvPool {
   void SetNextReset(int env_id, int init_id);
   // The env itself (e.g. for a scripted expert reading privileged state).
   // Only between Recv returning it and the next Send for it.
-  const ManipulationEnv& env(int env_id) const;
+  const SimEnv& env(int env_id) const;
+  // Env `env_id` as a MuJoCo env (the scripted experts'), or null (toy).
+  const ManipulationEnv* manipulation_env(int env_id) const;
 
   int num_envs() const { return options_.num_envs; }
   int num_threads() const { return options_.num_threads; }

@@ -36,7 +36,8 @@ namespace rlvla3 {
 // Per-env bookkeeping; the owning worker is the only writer between a Send
 // and the matching announcement.
 struct EnvSlot {
-  std::unique_ptr<ManipulationEnv> env;
+  std::unique_ptr<SimEnv> env;
+  ManipulationEnv* manipulation = nullptr;  // env, if a MuJoCo one
   float action[kActionDim] = {};
   std::atomic<bool> pending{false};  // an action is queued or being stepped
   bool needs_reset = false;          // the last state ended its episode

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "envs/toy_env.h"
 #include "runtime/steady_clock.h"
 
 namespace rlvla3 {
@@ -73,25 +74,14 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
   std::map<std::string, int> images;
   for (int i = index; i < o.num_envs; i += workers) images[task_of(i)] += 2;
   for (int i = index; i < o.num_envs; i += workers) {
-    const std::string& task = task_of(i);
-    const std::shared_ptr<const TaskModel>& model = models.at(task);
-    std::shared_ptr<Renderer> renderer;
-    if (o.env.render) {
-      std::shared_ptr<Renderer>& shared = w->renderers_[task];
-      if (shared == nullptr) {
-        absl::StatusOr<std::unique_ptr<Renderer>> made = Renderer::Create(
-            model->model(), o.env.image_width, o.env.image_height,
-            o.env.readback == Readback::kBatched ? images[task] : 1);
-        if (!made.ok()) return made.status();
-        shared = *std::move(made);
-      }
-      renderer = shared;
-    }
-    absl::StatusOr<std::unique_ptr<ManipulationEnv>> env =
-        ManipulationEnv::Create(model, o.env, o.seed, i, renderer);
-    if (!env.ok()) return env.status();
     EnvSlot& slot = *state->slots[i];
-    slot.env = *std::move(env);
+    const TaskSpec& spec = o.tasks[static_cast<size_t>(TaskOfEnv(o, i))];
+    if (spec.toy) {
+      slot.env = std::make_unique<ToyEnv>(spec, o.env, o.seed, i);
+    } else if (absl::Status s = w->MakeManipulationEnv(i, models, images);
+               !s.ok()) {
+      return s;
+    }
     slot.state.env_id = i;
     slot.state.obs = &slot.env->observation();
     slot.state.episode_id = slot.env->episode_id();
@@ -100,6 +90,32 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
   }
   w->FlushRenderers();  // the envs' first observations
   return w;
+}
+
+absl::Status EnvWorker::MakeManipulationEnv(
+    int i, const TaskModels& models, const std::map<std::string, int>& images) {
+  const EnvPoolOptions& o = options_;
+  const std::string& task = o.tasks[static_cast<size_t>(TaskOfEnv(o, i))].name;
+  const std::shared_ptr<const TaskModel>& model = models.at(task);
+  std::shared_ptr<Renderer> renderer;
+  if (o.env.render) {
+    std::shared_ptr<Renderer>& shared = renderers_[task];
+    if (shared == nullptr) {
+      absl::StatusOr<std::unique_ptr<Renderer>> made = Renderer::Create(
+          model->model(), o.env.image_width, o.env.image_height,
+          o.env.readback == Readback::kBatched ? images.at(task) : 1);
+      if (!made.ok()) return made.status();
+      shared = *std::move(made);
+    }
+    renderer = shared;
+  }
+  absl::StatusOr<std::unique_ptr<ManipulationEnv>> env =
+      ManipulationEnv::Create(model, o.env, o.seed, i, renderer);
+  if (!env.ok()) return env.status();
+  EnvSlot& slot = *state_->slots[i];
+  slot.manipulation = env->get();
+  slot.env = *std::move(env);
+  return absl::OkStatus();
 }
 
 int64_t EnvWorker::FlushRenderers() {
@@ -163,7 +179,7 @@ void EnvWorker::ResetEnv(EnvSlot& slot) {
 
 absl::Status EnvWorker::StepAndCheck(int id) {
   EnvSlot& slot = *state_->slots[id];
-  ManipulationEnv& env = *slot.env;
+  SimEnv& env = *slot.env;
   const std::optional<FaultKind> injected =
       options_.faults.At(options_.first_env_id + id, ++slot.stepped);
   if (injected == FaultKind::kThrow) {
@@ -207,7 +223,7 @@ absl::Status EnvWorker::StepAndCheck(int id) {
 
 EnvWorker::StepTiming EnvWorker::StepEnv(int id) {
   EnvSlot& slot = *state_->slots[id];
-  ManipulationEnv& env = *slot.env;
+  SimEnv& env = *slot.env;
   const auto t0 = Clock::now();
   slot.state.error = absl::OkStatus();
   absl::Status fault;

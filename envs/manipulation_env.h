@@ -35,12 +35,10 @@
 #include "envs/egl_context.h"
 #include "envs/mujoco_handles.h"
 #include "envs/renderer.h"
+#include "envs/sim_env.h"
 #include "envs/task.h"
 
 namespace rlvla3 {
-
-inline constexpr int kActionDim = 7;
-inline constexpr int kProprioDim = 8;
 
 // How a step's images come back from its renderer (envs/renderer.h):
 //   kPerImage  each image is read back as it is drawn, before Step returns;
@@ -99,31 +97,7 @@ class TaskModel {
   int goal_body_ = -1;
 };
 
-struct Observation {
-  std::vector<uint8_t> agentview;  // [H, W, 3]
-  std::vector<uint8_t> wrist;      // [H, W, 3]
-  float proprio[kProprioDim] = {};
-  const std::string* instruction = nullptr;
-};
-
-struct StepResult {
-  float reward = 0.0f;
-  bool done = false;  // the goal holds: episode ends in success
-  bool success = false;
-  bool truncated = false;  // max_steps reached, or physics became unstable
-  bool unstable = false;   // truncated because of NaN/Inf or MuJoCo warnings
-};
-
-// Where the last Step's (or Reset's) wall time went, in milliseconds:
-// physics (control substeps, forward pass, goal check), then the two
-// cameras' render and readback (envs/renderer.h RenderTimes).
-struct StepPhases {
-  double physics_ms = 0;
-  double render_ms = 0;
-  double readback_ms = 0;
-};
-
-class ManipulationEnv {
+class ManipulationEnv final : public SimEnv {
  public:
   // Rendering needs a current EGL context on the calling thread.
   // Envs of one task stepped on the same thread may share `renderer`; if it
@@ -134,22 +108,22 @@ class ManipulationEnv {
 
   // Starts an episode from a random one of the task's initial states (drawn
   // from seed + env_id), or from `init_id`.
-  void Reset();
-  void Reset(int init_id);
+  void Reset() override;
+  void Reset(int init_id) override;
   // Advances one control step. An action of the wrong size or with NaN/Inf is
   // rejected (InvalidArgument naming the env), and nothing is stepped.
-  absl::StatusOr<StepResult> Step(absl::Span<const float> action);
+  absl::StatusOr<StepResult> Step(absl::Span<const float> action) override;
 
-  const Observation& observation() const { return obs_; }
-  const StepPhases& phases() const { return phases_; }
+  const Observation& observation() const override { return obs_; }
+  const StepPhases& phases() const override { return phases_; }
   const TaskModel& task() const { return *task_; }
   const mjModel* model() const { return task_->model(); }
   mjData* data() { return data_.get(); }
   const mjData* data() const { return data_.get(); }
   int env_id() const { return env_id_; }
-  int init_id() const { return init_id_; }
-  int step_count() const { return step_; }
-  uint64_t episode_id() const { return episode_; }
+  int init_id() const override { return init_id_; }
+  int step_count() const override { return step_; }
+  uint64_t episode_id() const override { return episode_; }
 
  private:
   ManipulationEnv(std::shared_ptr<const TaskModel> task, const EnvOptions& o,

@@ -173,10 +173,24 @@ const std::vector<TaskSpec>& BuiltinTaskSuite() {
   return *suite;
 }
 
+const TaskSpec& ToyReachSpec() {
+  static const TaskSpec* const spec = [] {
+    auto* t = new TaskSpec();
+    t->name = kToyReach;
+    t->family = TaskFamily::kGoal;
+    t->instruction = "reach the goal";
+    t->max_steps = 4;
+    t->toy = true;
+    return t;
+  }();
+  return *spec;
+}
+
 const TaskSpec* FindTask(const std::string& name) {
   for (const auto& t : BuiltinTaskSuite()) {
     if (t.name == name) return &t;
   }
+  if (name == kToyReach) return &ToyReachSpec();
   return nullptr;
 }
 

@@ -59,6 +59,9 @@ struct TaskSpec {
   std::string
       extra_worldbody;  // user MJCF bodies added to the scene (task files)
   int max_steps = 200;  // control steps (20 Hz)
+  // Not a MuJoCo scene: the RL sanity env (envs/toy_env.h), which has no
+  // objects, experts or renderer.
+  bool toy = false;
 };
 
 // Pose of every free object at the start of an episode.
@@ -77,7 +80,11 @@ inline constexpr double kMinObjectSeparation =
 
 // The built-in suite (12 tasks), in a fixed order: task ids are indexes.
 const std::vector<TaskSpec>& BuiltinTaskSuite();
-// The task called `name`, or nullptr.
+// The RL sanity env's task (envs/toy_env.h; TaskSpec::toy): not in the
+// suite, found by name.
+inline constexpr char kToyReach[] = "toy_reach";
+const TaskSpec& ToyReachSpec();
+// The task called `name` (a suite task or toy_reach), or nullptr.
 const TaskSpec* FindTask(const std::string& name);
 // Family name: "spatial" / "object" / "goal".
 const char* TaskFamilyName(TaskFamily f);

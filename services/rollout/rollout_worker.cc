@@ -137,7 +137,12 @@ struct RolloutWorker::Impl {
     EnvCursor& c = cursors[env];
     const bool grpo = options.grpo;
     if (!EnsureSegment(env, c)) return;
-    if (!grpo && c.seg->full()) {
+    // PPO: a full segment goes out, and so does whatever this env's budget
+    // of the current version produced once it is spent: the learner's batch
+    // must not wait on a segment left open while its env is parked (segments
+    // cut at time limits no longer line up with the budget).
+    if (!grpo &&
+        (c.seg->full() || (c.seg->n > 0 && c.decisions % options.quota == 0))) {
       CopyObservation(env, c.seg, c.seg->n);
       c.seg->has_bootstrap = true;
       Emit(c);

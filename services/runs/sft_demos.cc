@@ -73,8 +73,12 @@ class DemoCollector {
 
   absl::StatusOr<DemoSet> Collect() {
     for (int i = 0; i < pool_->num_envs(); ++i) {
-      absl::StatusOr<ScriptedExpert> e =
-          ScriptedExpert::Create(pool_->env(i).task());
+      const ManipulationEnv* env = pool_->manipulation_env(i);
+      if (env == nullptr) {
+        return absl::InvalidArgumentError(
+            "sft: toy_reach has no scripted expert (train it from scratch)");
+      }
+      absl::StatusOr<ScriptedExpert> e = ScriptedExpert::Create(env->task());
       if (!e.ok()) return e.status();
       experts_.push_back(*e);
     }
@@ -128,7 +132,7 @@ class DemoCollector {
       ep = Episode{};
       experts_[static_cast<size_t>(id)].Reset();
     }
-    experts_[static_cast<size_t>(id)].Act(pool_->env(id), a);
+    experts_[static_cast<size_t>(id)].Act(*pool_->manipulation_env(id), a);
     ep.agentview.insert(ep.agentview.end(), s.obs->agentview.begin(),
                         s.obs->agentview.end());
     ep.wrist.insert(ep.wrist.end(), s.obs->wrist.begin(), s.obs->wrist.end());
