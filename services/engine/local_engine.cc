@@ -116,12 +116,16 @@ absl::Status LocalEngine::Run(const EngineHooks& hooks) {
       o.learner.core.micro_batch, o.rollout.max_policy_lag);
   Impl* self = &m;
   auto close = [self] { self->CloseChannels(); };
-  m.learner->Start(close, [self, &hooks](const LearnerStepStats& st) {
+  const auto began = std::chrono::steady_clock::now();
+  m.learner->Start(close, [self, &hooks, began](const LearnerStepStats& st) {
+    const double t =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+            .count();
     {
       std::lock_guard<std::mutex> lock(self->mu);
       self->curve.push_back({static_cast<int64_t>(self->trained->value()),
                              st.version, self->rollout->RollingSuccess(),
-                             self->episodes->value()});
+                             self->episodes->value(), t});
     }
     if (hooks.on_step) hooks.on_step(st);
   });

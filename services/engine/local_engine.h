@@ -102,11 +102,14 @@ class LocalEngine {
  public:
   using EpisodeRecord = ::rlvla3::EpisodeRecord;
   // Rolling success rate and trained samples at each optimizer step.
+  // After each optimizer step: samples trained so far, the version it made,
+  // the rolling success then, episodes finished, seconds since Run began.
   struct LearningPoint {
     int64_t trained_samples;
     uint64_t version;
     double rolling_success;
     uint64_t episodes;
+    double t_s = 0;
   };
 
   static absl::StatusOr<std::unique_ptr<LocalEngine>> Create(

@@ -208,6 +208,7 @@ LearnerStepStats LearnerCore::Step() {
     // One pass whose proximal policy is the current one: the ratio is 1.
     st.epoch_clip_fraction = {st.clip_fraction};
     st.epoch_approx_kl = {s[LossSums::kProxKl] / n};
+    ScaleLossStats(&st);
   }
   if (SkipOnAnyRank(!std::isfinite(st.loss) || !std::isfinite(norm))) {
     ++skipped_steps_;
@@ -231,6 +232,15 @@ LearnerStepStats LearnerCore::Step() {
   lag_sum_ = 0;
   sums_ = LossSums();
   return st;
+}
+
+void LearnerCore::ScaleLossStats(LearnerStepStats* st) const {
+  // The loss weights sum to the informative share of the batch; the
+  // gradient is rescaled (ClipGradients), and so are the means reported.
+  st->loss *= grad_scale_;
+  st->policy_loss *= grad_scale_;
+  st->value_loss *= grad_scale_;
+  st->entropy *= grad_scale_;
 }
 
 void LearnerCore::TakeGroupCounts(LearnerStepStats* st) {

@@ -277,6 +277,8 @@ class LearnerCore {
   bool AnyTrainedOnAnyRank(bool local);
   // The dynamic-sampling rescale of this update's gradients.
   double InformativeScale() const;
+  // The loss statistics as means over the trained (informative) samples.
+  void ScaleLossStats(LearnerStepStats* st) const;
   // The GRPO group counts of this update, then reset.
   void TakeGroupCounts(LearnerStepStats* st);
   // KL(before || after) of the step just taken, per decision of the KL

@@ -46,6 +46,7 @@ LearnerStepStats LearnerCore::StepEpochs() {
   const bool completed = TrainEpochs(plan, &epoch_sums, &st);
   ZeroGradients();
   SummarizeEpochs(epoch_sums, n, plan.minibatches, &st);
+  ScaleLossStats(&st);
   EndEpochs(completed, &st);
   return st;
 }

@@ -24,12 +24,15 @@
 #include "runtime/tfevents_writer.h"
 #include "services/options/config_bridge.h"
 #include "services/options/engine_config.h"
+#include "services/runs/learning_curve.h"
 
 namespace rlvla3 {
 namespace {
 
 // Version ranges in the success-by-start-version summary and chart.
 constexpr int kSuccessBuckets = 4;
+// The trained samples/s chart's window (whole optimizer steps within it).
+constexpr double kRateWindowS = 10;
 
 // What each metrics interval of a run leaves: a RunSample (with each stage's
 // busy %), a metrics.jsonl line and TensorBoard scalars (when the run writes
@@ -293,11 +296,11 @@ ReportSection ThroughputSection(const std::vector<const EngineRun*>& runs) {
     for (const auto& p : r->samples) {
       f.x.push_back(p.t_s);
       f.y.push_back(p.env_frames_per_s);
-      t.x.push_back(p.t_s);
-      t.y.push_back(p.trained_samples_per_s);
     }
     frames.series.push_back(f);
-    trained.series.push_back(t);
+    // Over whole optimizer steps (a metrics window holds 0, 1 or 2 of them).
+    trained.series.push_back(
+        TrainedSamplesRate(r->curve, kRateWindowS, r->summary.mode));
   }
   thr.lines = {frames, trained};
   return thr;
@@ -385,21 +388,41 @@ ReportSection LearningSection(const std::vector<const EngineRun*>& runs) {
     sc.series.push_back(s);
   }
   learn.lines.push_back(sc);
-  LineChart bv{"success by the policy version that started the episode",
-               "env frames (mean start of the bucket's episodes)",
-               "success (% of episodes)",
-               {}};
+  // Episodes by the version that started them, at the trained samples and
+  // wall time that version was published (the episodes behind each point
+  // are in the table).
+  LineChart vs_samples{
+      "success by the policy version that started the "
+      "episode, against trained samples",
+      "trained samples",
+      "success (% of episodes)",
+      {}};
+  LineChart vs_wall{
+      "... against wall time", "wall time (s)", "success (% of episodes)", {}};
+  learn.table.push_back(
+      {"run", "versions", "trained samples", "wall s", "success", "episodes"});
   for (const EngineRun* r : runs) {
-    Series s{r->summary.mode, {}, {}};
-    for (const SuccessBucket& b :
-         SuccessByStartVersion(r->episodes, kSuccessBuckets)) {
-      if (b.episodes == 0) continue;
-      s.x.push_back(b.mean_start_frame);
-      s.y.push_back(100 * b.rate());
+    Series a{r->summary.mode, {}, {}}, w{r->summary.mode, {}, {}};
+    for (const CurvePoint& p :
+         LearningCurveByVersion(r->episodes, r->curve, kSuccessBuckets)) {
+      if (p.episodes == 0) continue;
+      a.x.push_back(p.trained_samples);
+      w.x.push_back(p.wall_s);
+      a.y.push_back(100 * p.rate());
+      w.y.push_back(100 * p.rate());
+      learn.table.push_back(
+          {r->summary.mode,
+           absl::StrFormat("%d-%d", p.version_lo, p.version_hi),
+           absl::StrFormat("%.0f", p.trained_samples),
+           absl::StrFormat("%.0f", p.wall_s),
+           absl::StrFormat("%.0f%%", 100 * p.rate()),
+           absl::StrFormat("%d", p.episodes)});
     }
-    bv.series.push_back(s);
+    vs_samples.series.push_back(a);
+    vs_wall.series.push_back(w);
   }
-  learn.lines.push_back(bv);
+  learn.lines.push_back(vs_samples);
+  learn.lines.push_back(vs_wall);
   return learn;
 }
 
@@ -431,14 +454,8 @@ std::string FormatTrainSummary(const EngineRun& r) {
         absl::StrFormat("%.0f%% (at %d)", 100 * r.curve.back().rolling_success,
                         r.curve.back().trained_samples);
   }
-  std::string by_version;
-  for (const SuccessBucket& b :
-       SuccessByStartVersion(r.episodes, kSuccessBuckets)) {
-    absl::StrAppendFormat(&by_version, "%s v%d-%d %.0f%% (%d)",
-                          by_version.empty() ? "" : " |", b.version_lo,
-                          b.version_hi, 100 * b.rate(), b.episodes);
-  }
-  if (by_version.empty()) by_version = " n/a";
+  const std::string by_version = FormatLearningCurve(
+      LearningCurveByVersion(r.episodes, r.curve, kSuccessBuckets));
   int64_t late = 0;
   for (const auto& e : r.episodes) late += e.late ? 1 : 0;
   return absl::StrFormat(
@@ -449,7 +466,8 @@ std::string FormatTrainSummary(const EngineRun& r) {
       "policy lag mean %.2f max %.0f; inference batch mean %.1f; busy env "
       "%.0f%% inference %.0f%% learner %.0f%%\n"
       "rolling success (last %d episodes): %s -> %s\n"
-      "success by start version (episodes):%s; %d late episodes left out\n"
+      "success by start version (at the trained samples and wall time it "
+      "was published; episodes):%s; %d late episodes left out\n"
       "checkpoint: %s\n",
       s.mode, r.interrupted ? " (interrupted)" : "", s.wall_s, s.env_frames,
       s.env_frames_per_s, s.episodes, s.successes, s.optimizer_steps,

@@ -1,9 +1,9 @@
 // `rl-vla3 train`: RL post-training in one process; the run folder and its
 // report.
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/config_schema.h"
@@ -13,6 +13,7 @@
 #include "runtime/text_file.h"
 #include "services/options/engine_config.h"
 #include "services/runs/engine_run.h"
+#include "services/runs/learning_curve.h"
 #include "services/verbs/verb.h"
 #include "services/verbs/verbs.h"
 #include "spdlog/spdlog.h"
@@ -51,7 +52,16 @@ int VerbTrain(const VerbArgs& f) {
     return kExitFailure;
   }
   std::printf("%sreport: %s\n", summary.c_str(), report_path.c_str());
-  std::ofstream(*dir + "/summary.txt") << summary;
+  for (const auto& [file, text] :
+       {std::pair<std::string, std::string>{"summary.txt", summary},
+        {"learning_curve.json",
+         LearningCurveJson(c->run.mode, r->episodes, r->curve,
+                           kLearningCurveJsonBuckets)}}) {
+    if (absl::Status s = WriteTextFile(*dir + "/" + file, text); !s.ok()) {
+      spdlog::error("train: {}", s.ToString());
+      return kExitFailure;
+    }
+  }
   return kExitOk;
 }
 

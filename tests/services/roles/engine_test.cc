@@ -163,6 +163,9 @@ TEST(LocalEngine, GrpoTrainsOnCompleteGroups) {
   c.rl.algorithm = "grpo";
   c.rl.grpo_group_size = 2;
   c.rl.max_steps = 1;
+  // Shaped returns differ within a group (an untrained policy's sparse
+  // returns are all 0: such groups are never trained).
+  c.env.shaped_reward = true;
   absl::StatusOr<std::unique_ptr<LocalEngine>> e = MakeEngine(c, SmallParts(c));
   ASSERT_TRUE(e.ok()) << e.status();
   const absl::Status run = (*e)->Run({});

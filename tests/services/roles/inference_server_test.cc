@@ -1,5 +1,7 @@
 // The inference role with real actor threads and a real TinyVLA: what each
-// env gets back is what the policy chose for that env's observation.
+// env gets back is what the policy chose for that env's observation, and
+// what the learner recomputes from it (IS weight and ratio 1 on a fresh
+// batch, whatever the sampling temperature and the executed chunk steps).
 #include "services/inference/inference_server.h"
 
 #include <gtest/gtest.h>
@@ -8,13 +10,17 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "policies/tiny_vla_policy.h"
 #include "runtime/observation_channel.h"
+#include "runtime/rollout_segment.h"
 #include "runtime/weight_channel.h"
+#include "services/learner/learner_core.h"
 
 namespace rlvla3 {
 namespace {
@@ -142,6 +148,111 @@ TEST(InferenceServer, EachEnvGetsThePolicysChoiceForItsOwnObservation) {
   torch::NoGradGuard no_grad;
   for (int e = 0; e < kEnvs; ++e) {
     ExpectThePolicysChoice(policy, o, images, proprio, e, replies.got[e]);
+  }
+}
+
+// Serves one observation per env with `policy` (published as version 7) and
+// returns what each env got.
+std::map<int, Got> Serve(TinyVLAPolicy& policy, const at::Tensor& images,
+                         const at::Tensor& proprio) {
+  const InferenceServerOptions o = TwoTaskOptions();
+  LocalObservationChannel channel(QueueOptions{});
+  LocalWeightChannel<Policy> weights;
+  weights.Publish(policy.Snapshot(7), 7);
+  Replies replies;
+  channel.SetReplyHandler(
+      [&](absl::Span<const ActionReply> r) { return replies.Record(r); });
+  MetricsRegistry metrics;
+  StageTimeline timeline(false);
+  InferenceServer server(o, &channel, &weights, &metrics, &timeline);
+  server.Start([&] { channel.Close(); });
+  for (int e = 0; e < kEnvs; ++e) {
+    EXPECT_TRUE(channel
+                    .Submit({e, e % 2, images[e][0].data_ptr<uint8_t>(),
+                             images[e][1].data_ptr<uint8_t>(),
+                             proprio[e].data_ptr<float>(), 0})
+                    .ok());
+  }
+  replies.WaitForEveryEnv();
+  server.Stop();
+  EXPECT_TRUE(server.Wait().ok());
+  return replies.got;
+}
+
+// Env e's reply as a one-decision segment of which e % 3 + 1 chunk steps
+// were executed; the unexecuted steps' tokens and log-probs are scrambled,
+// as nothing may read them.
+void FillSegment(const at::Tensor& images, const at::Tensor& proprio, int e,
+                 const Got& g, RolloutSegment* s) {
+  s->Clear();
+  std::memcpy(s->agentview_at(0), images[e][0].data_ptr<uint8_t>(),
+              s->image_bytes);
+  std::memcpy(s->wrist_at(0), images[e][1].data_ptr<uint8_t>(), s->image_bytes);
+  std::memcpy(s->proprio_at(0), proprio[e].data_ptr<float>(),
+              sizeof(float) * 8);
+  std::memcpy(s->tokens_at(0), g.tokens.data(), g.tokens.size());
+  std::memcpy(s->log_probs_at(0), g.log_probs.data(), sizeof(float) * kChunk);
+  const int executed = e % 3 + 1;
+  for (int k = executed; k < kChunk; ++k) {
+    for (int d = 0; d < kDims; ++d) s->tokens_at(0)[k * kDims + d] ^= 0x5a;
+    s->log_probs_at(0)[k] = -1e3f;
+  }
+  s->executed[0] = static_cast<uint8_t>(executed);
+  s->values[0] = g.value;
+  s->rewards[0] = static_cast<float>(e % 2);
+  s->terminal[0] = 1;
+  s->versions[0] = g.version;
+  s->task = e % 2;
+  s->n = 1;
+}
+
+// inference server -> segment -> learner, on a fresh batch: the learner's
+// log-probs of the taken (executed) tokens are the behaviour ones, so the
+// IS weight is 1, and so is the ratio of the update's first pass.
+TEST(InferenceServer, FreshSamplesReachTheLearnerWithRatioAndWeightOne) {
+  for (double temperature : {1.0, 0.4}) {
+    for (int epochs : {1, 2}) {
+      torch::manual_seed(0);
+      auto policy = std::make_shared<TinyVLAPolicy>(
+          TinyVLA(
+              TinyVLAOptions().vocab_size(16).chunk(kChunk).max_text_len(6)),
+          7);
+      ASSERT_TRUE(policy->SetActionTemperature(temperature).ok());
+      const at::Tensor images =
+          torch::randint(0, 256, {kEnvs, 2, kSize, kSize, 3}, torch::kByte);
+      const at::Tensor proprio = torch::randn({kEnvs, 8});
+      std::map<int, Got> got = Serve(*policy, images, proprio);
+      ASSERT_EQ(static_cast<int>(got.size()), kEnvs);
+      SegmentShape sh;
+      sh.width = sh.height = kSize;
+      sh.chunk = kChunk;
+      sh.capacity = 1;
+      std::vector<std::unique_ptr<RolloutSegment>> segs;
+      std::vector<RolloutSegment*> batch;
+      for (int e = 0; e < kEnvs; ++e) {
+        segs.push_back(std::make_unique<RolloutSegment>(sh));
+        FillSegment(images, proprio, e, got[e], segs.back().get());
+        batch.push_back(segs.back().get());
+      }
+      LearnerOptions lo;
+      lo.global_units = lo.micro_batch = kEnvs;
+      lo.ppo_epochs = epochs;
+      lo.lr = 1e-4;
+      const InferenceServerOptions o = TwoTaskOptions();
+      LearnerCore learner(policy, o.text, o.text_len, lo, 7);
+      learner.Add(batch);
+      while (learner.CanTrain()) learner.TrainMicroBatch();
+      ASSERT_TRUE(learner.ReadyToStep());
+      const LearnerStepStats st = learner.Step();
+      const std::string at = "temperature " + std::to_string(temperature) +
+                             ", epochs " + std::to_string(epochs);
+      EXPECT_NEAR(st.is_weight_min, 1.0, 1e-5) << at;
+      EXPECT_NEAR(st.is_weight_max, 1.0, 1e-5) << at;
+      if (epochs == 1) {  // one pass: the whole update is the first minibatch
+        EXPECT_NEAR(st.ratio_min, 1.0, 1e-5) << at;
+        EXPECT_NEAR(st.ratio_max, 1.0, 1e-5) << at;
+      }
+    }
   }
 }
 
