@@ -253,6 +253,10 @@ void DescribeRlOptimizer(Config* c, ConfigSchema* s) {
   s->Real("rl.clip_eps_high", &c->rl.clip_eps_high, {0.0, false, 10.0, false},
           "upper side of the clip, ratio <= 1 + clip_eps_high (clip-higher, "
           "DAPO / SimpleVLA-RL 0.28; 0: rl.clip_eps)");
+  s->Choice("rl.ratio", &c->rl.ratio, {"decision", "step"},
+            "the PPO ratio (its clip and IS weight): one per decision, of "
+            "the summed log-probs of its executed chunk steps, or one per "
+            "executed step, averaged");
   s->Bool("rl.dynamic_sampling", &c->rl.dynamic_sampling,
           "GRPO: the update is a mean over the informative groups (those "
           "whose returns differ; uniform ones are never trained either way)");

@@ -68,9 +68,19 @@ EvalResult LearnerCore::Evaluate(const PolicyInput& in,
 PpoLossTerms LearnerCore::Loss(const MicroBatch& mb, const EvalResult& e,
                                const at::Tensor& prox, const at::Tensor& adv) {
   PpoLossInput li;
-  li.log_probs = (e.log_probs * mb.mask).sum(1);
-  li.prox_log_probs = prox.defined() ? prox : li.log_probs.detach();
-  li.behav_log_probs = mb.behav;
+  const at::Tensor steps = e.log_probs * mb.mask;  // [B, K]
+  // `prox` (multi-pass) is per step; one pass: the current policy's.
+  const at::Tensor prox_steps = prox.defined() ? prox : steps.detach();
+  if (options_.per_step_ratio) {
+    li.mask = mb.mask;
+    li.log_probs = steps;
+    li.prox_log_probs = prox_steps;
+    li.behav_log_probs = mb.behav_steps;
+  } else {
+    li.log_probs = steps.sum(1);
+    li.prox_log_probs = prox_steps.sum(1);
+    li.behav_log_probs = mb.behav;
+  }
   li.advantages = adv;
   li.returns = mb.ret;
   li.values = e.values;
@@ -85,7 +95,7 @@ PpoLossTerms LearnerCore::Loss(const MicroBatch& mb, const EvalResult& e,
     li.advantages = torch::zeros_like(adv);
     lo.entropy_coef = 0;
   }
-  rate_.Record(mb.in, mb.tokens, mb.mask, li.prox_log_probs);
+  rate_.Record(mb.in, mb.tokens, mb.mask, prox_steps.sum(1));
   return DecoupledPpoLoss(li, lo);
 }
 

@@ -81,6 +81,9 @@ struct LearnerOptions {
   // the optimizer's moments and the learning rate stay as they were (the
   // version still advances: it is the rollouts' clock).
   bool dynamic_sampling = true;
+  // The PPO ratio per executed chunk step (true) or per decision (false:
+  // one ratio of the decision's summed log-probs); ppo_loss.h.
+  bool per_step_ratio = false;
   double lr = 1e-4, weight_decay = 0.0, max_grad_norm = 1.0;
   double value_lr = 1e-3;         // the value head's learning rate
   double action_scale_lr = 1e-2;  // the action log-temperatures' rate
@@ -245,7 +248,8 @@ class LearnerCore {
   // One micro-batch's learner inputs; advantages as stored (not normalised).
   struct MicroBatch {
     PolicyInput in;
-    at::Tensor tokens, mask, behav, adv, ret, weight;
+    // behav: per decision [B]; behav_steps: per executed step [B, K].
+    at::Tensor tokens, mask, behav, behav_steps, adv, ret, weight;
   };
   // The multi-pass update's constants (ppo_epochs.cc): minibatches per
   // epoch (the same on every rank), the global batch's advantage moments and

@@ -317,7 +317,8 @@ LearnerCore::MicroBatch LearnerCore::Prepare(
     mb.ret.data_ptr<float>()[b] = batch[b].seg->returns[t];
     mb.weight.data_ptr<float>()[b] = batch[b].weight;
   }
-  mb.behav = ToDevice((behav_k * mb.mask).sum(1), device);
+  mb.behav_steps = ToDevice(behav_k * mb.mask, device);
+  mb.behav = mb.behav_steps.sum(1);
   mb.mask = ToDevice(mb.mask, device);
   mb.adv = ToDevice(mb.adv, device);
   mb.ret = ToDevice(mb.ret, device);

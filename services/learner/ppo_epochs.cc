@@ -23,8 +23,8 @@ void LearnerCore::RecordProximal(const std::vector<SampleRef>& batch) {
   torch::NoGradGuard no_grad;
   MicroBatch mb = Prepare(batch);
   // Stays where it was computed: no host read while samples stream in.
-  batch_prox_.push_back(
-      (Evaluate(mb.in, mb.tokens).log_probs * mb.mask).sum(1));
+  // Per executed step [B, K] (Loss sums them for a per-decision ratio).
+  batch_prox_.push_back(Evaluate(mb.in, mb.tokens).log_probs * mb.mask);
   batch_.insert(batch_.end(), batch.begin(), batch.end());
 }
 

@@ -6,20 +6,28 @@ namespace rlvla3 {
 
 PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
   PpoLossTerms t;
+  const bool per_step = in.mask.defined();
+  // Per step: means over the executed steps of each decision.
+  const at::Tensor steps =
+      per_step ? in.mask.sum(1).clamp_min(1) : at::Tensor();
+  auto per_decision = [&](const at::Tensor& x) {
+    return per_step ? (x * in.mask).sum(1) / steps : x;
+  };
   const at::Tensor prox = in.prox_log_probs.detach();
   const at::Tensor behav = in.behav_log_probs.detach();
   at::Tensor adv = in.advantages.detach();
   if (o.negative_advantage_weight != 1.0) {
     adv = torch::where(adv < 0, adv * o.negative_advantage_weight, adv);
   }
+  const at::Tensor adv_k = per_step ? adv.unsqueeze(1) : adv;
   const at::Tensor w = in.weights.detach();
-  const at::Tensor ratio = torch::exp(in.log_probs - prox);
   const double high = o.clip_eps_high > 0 ? o.clip_eps_high : o.clip_eps;
+  const at::Tensor ratio = torch::exp(in.log_probs - prox);
   const at::Tensor clipped_ratio =
       torch::clamp(ratio, 1.0 - o.clip_eps, 1.0 + high);
-  t.is_weight = torch::clamp_max(torch::exp(prox - behav), o.is_cap);
+  const at::Tensor is = torch::clamp_max(torch::exp(prox - behav), o.is_cap);
   const at::Tensor surrogate =
-      torch::min(ratio * adv, clipped_ratio * adv) * t.is_weight;
+      per_decision(torch::min(ratio * adv_k, clipped_ratio * adv_k) * is);
   const at::Tensor policy_loss = -(surrogate * w).sum();
   at::Tensor loss = policy_loss;
   if (o.value_coef > 0 && in.values.defined()) {
@@ -36,13 +44,15 @@ PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
   t.policy_loss = policy_loss.detach();
   t.entropy = ent.detach();
   const at::Tensor r = ratio.detach();
-  t.ratio = r;
+  t.ratio = per_decision(r);
+  t.is_weight = per_decision(is.detach());
   // The clip is active where min() picks the clipped term: no gradient flows.
-  t.clipped =
-      torch::logical_or(torch::logical_and(adv > 0, r > 1.0 + high),
-                        torch::logical_and(adv < 0, r < 1.0 - o.clip_eps))
-          .to(torch::kFloat);
-  t.approx_kl = (behav - in.log_probs.detach());
+  t.clipped = per_decision(
+      torch::logical_or(torch::logical_and(adv_k > 0, r > 1.0 + high),
+                        torch::logical_and(adv_k < 0, r < 1.0 - o.clip_eps))
+          .to(torch::kFloat));
+  const at::Tensor kl = behav - in.log_probs.detach();
+  t.approx_kl = per_step ? (kl * in.mask).sum(1) : kl;
   return t;
 }
 

@@ -36,7 +36,14 @@ struct PpoLossOptions {
 };
 
 // Per-sample float32 [B] tensors; log_probs, values and entropy carry autograd.
+// With `mask` ([B, K], 1 on the executed chunk steps) the three log-prob
+// tensors are per chunk step, [B, K] (0 where not executed): the ratio, its
+// clip and the IS weight are then per step and the surrogate is their mean
+// over each decision's executed steps (RLinf's action level: a step's 7
+// dimensions share one ratio) instead of one ratio of the decision's summed
+// log-probs, whose clip binds ~K times earlier.
 struct PpoLossInput {
+  at::Tensor mask;
   at::Tensor log_probs;        // log pi_theta of the taken action
   at::Tensor prox_log_probs;   // log pi_prox (no grad)
   at::Tensor behav_log_probs;  // log pi_behav, recorded by the actor
@@ -52,6 +59,7 @@ struct PpoLossInput {
 struct PpoLossTerms {
   at::Tensor loss;                              // scalar, differentiable
   at::Tensor policy_loss, value_loss, entropy;  // scalars (detached)
+  // Per step: the means over each decision's executed steps.
   at::Tensor clipped;    // [B] 1 where the clip is active
   at::Tensor is_weight;  // [B] truncated behaviour IS weight
   at::Tensor ratio;      // [B] pi_theta / pi_prox (detached)

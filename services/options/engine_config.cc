@@ -28,6 +28,7 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   lo.loss.clip_eps = rl.clip_eps;
   lo.loss.clip_eps_high = rl.clip_eps_high;
   lo.dynamic_sampling = rl.dynamic_sampling;
+  lo.per_step_ratio = rl.ratio == "step";
   lo.loss.is_cap = rl.is_cap;
   lo.loss.value_coef = rl.value_coef;
   lo.loss.entropy_coef = rl.entropy_coef;

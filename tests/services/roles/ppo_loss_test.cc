@@ -145,5 +145,62 @@ TEST(PpoLoss, ClippedSamplesCarryNoGradientThroughATinyPolicy) {
   EXPECT_GT(unclipped_only.abs().max().item<float>(), 0.0f);
 }
 
+// Two executed chunk steps, each 0.15 nats more likely than under the
+// proximal policy (a third, unexecuted step far off): per decision the ratio
+// is e^0.3 = 1.35, past 1 + 0.28, so a positive advantage gets no gradient;
+// per step each ratio is e^0.15 = 1.16, inside the clip, and it does.
+TEST(PpoLoss, PerStepRatiosClipLaterThanTheDecisionsSummedRatio) {
+  PpoLossOptions o = NoValue();
+  o.clip_eps_high = 0.28;
+  const at::Tensor mask = torch::tensor({{1.0f, 1.0f, 0.0f}});
+  auto grad_of = [&](bool per_step, PpoLossTerms* terms) {
+    const at::Tensor lp =
+        torch::tensor({{0.15f, 0.15f, 5.0f}}).requires_grad_(true);
+    PpoLossInput in;
+    if (per_step) {
+      in.mask = mask;
+      in.log_probs = lp * mask;
+      in.prox_log_probs = torch::zeros({1, 3});
+      in.behav_log_probs = torch::zeros({1, 3});
+    } else {
+      in.log_probs = (lp * mask).sum(1);
+      in.prox_log_probs = torch::zeros({1});
+      in.behav_log_probs = torch::zeros({1});
+    }
+    in.advantages = torch::tensor({1.0f});
+    in.entropy = torch::zeros({1});
+    in.weights = torch::ones({1});
+    *terms = DecoupledPpoLoss(in, o);
+    terms->loss.backward();
+    return lp.grad();
+  };
+  PpoLossTerms decision, step;
+  const at::Tensor g_decision = grad_of(false, &decision);
+  const at::Tensor g_step = grad_of(true, &step);
+  EXPECT_FLOAT_EQ(decision.clipped.item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(g_decision.abs().sum().item<float>(), 0.0f);
+  EXPECT_FLOAT_EQ(step.clipped.item<float>(), 0.0f);
+  EXPECT_NEAR(step.ratio.item<float>(), std::exp(0.15f), 1e-5);
+  EXPECT_LT(g_step[0][0].item<float>(), 0.0f);        // descent raises it
+  EXPECT_FLOAT_EQ(g_step[0][2].item<float>(), 0.0f);  // not executed
+  EXPECT_NEAR(step.is_weight.item<float>(), 1.0f, 1e-6);
+}
+
+// Clip-higher: the upper side of the clip is its own (DAPO's 0.28), the
+// lower stays at clip_eps.
+TEST(PpoLoss, ClipHigherWidensOnlyTheUpperSide) {
+  PpoLossOptions o = NoValue();
+  o.clip_eps_high = 0.28;
+  // ratio e^0.22 = 1.25: past 1.2, inside 1.28.
+  EXPECT_FLOAT_EQ(
+      DecoupledPpoLoss(Input(0.22f, 0, 0, 1.0f), o).clipped.item<float>(), 0);
+  EXPECT_FLOAT_EQ(DecoupledPpoLoss(Input(0.22f, 0, 0, 1.0f), NoValue())
+                      .clipped.item<float>(),
+                  1);
+  // ratio e^-0.25 = 0.78 < 0.8 with A < 0: clipped either way.
+  EXPECT_FLOAT_EQ(
+      DecoupledPpoLoss(Input(-0.25f, 0, 0, -1.0f), o).clipped.item<float>(), 1);
+}
+
 }  // namespace
 }  // namespace rlvla3
