@@ -115,42 +115,6 @@ void ExpectThePolicysChoice(TinyVLAPolicy& policy,
       << "env " << e;
 }
 
-TEST(InferenceServer, EachEnvGetsThePolicysChoiceForItsOwnObservation) {
-  torch::manual_seed(0);
-  TinyVLAPolicy policy(
-      TinyVLA(TinyVLAOptions().vocab_size(16).chunk(kChunk).max_text_len(6)),
-      0);
-  const InferenceServerOptions o = TwoTaskOptions();
-  LocalObservationChannel channel(QueueOptions{});
-  LocalWeightChannel<Policy> weights;
-  weights.Publish(policy.Snapshot(7), 7);
-  Replies replies;
-  channel.SetReplyHandler(
-      [&](absl::Span<const ActionReply> r) { return replies.Record(r); });
-  MetricsRegistry metrics;
-  StageTimeline timeline(false);
-  InferenceServer server(o, &channel, &weights, &metrics, &timeline);
-  server.Start([&] { channel.Close(); });
-  const at::Tensor images =
-      torch::randint(0, 256, {kEnvs, 2, kSize, kSize, 3}, torch::kByte);
-  const at::Tensor proprio = torch::randn({kEnvs, 8});
-  for (int e = 0; e < kEnvs; ++e) {
-    ASSERT_TRUE(channel
-                    .Submit({e, e % 2, images[e][0].data_ptr<uint8_t>(),
-                             images[e][1].data_ptr<uint8_t>(),
-                             proprio[e].data_ptr<float>(), 0})
-                    .ok());
-  }
-  ASSERT_NO_FATAL_FAILURE(replies.WaitForEveryEnv());
-  server.Stop();
-  ASSERT_TRUE(server.Wait().ok());
-
-  torch::NoGradGuard no_grad;
-  for (int e = 0; e < kEnvs; ++e) {
-    ExpectThePolicysChoice(policy, o, images, proprio, e, replies.got[e]);
-  }
-}
-
 // Serves one observation per env with `policy` (published as version 7) and
 // returns what each env got.
 std::map<int, Got> Serve(TinyVLAPolicy& policy, const at::Tensor& images,
@@ -177,6 +141,23 @@ std::map<int, Got> Serve(TinyVLAPolicy& policy, const at::Tensor& images,
   server.Stop();
   EXPECT_TRUE(server.Wait().ok());
   return replies.got;
+}
+
+TEST(InferenceServer, EachEnvGetsThePolicysChoiceForItsOwnObservation) {
+  torch::manual_seed(0);
+  TinyVLAPolicy policy(
+      TinyVLA(TinyVLAOptions().vocab_size(16).chunk(kChunk).max_text_len(6)),
+      0);
+  const at::Tensor images =
+      torch::randint(0, 256, {kEnvs, 2, kSize, kSize, 3}, torch::kByte);
+  const at::Tensor proprio = torch::randn({kEnvs, 8});
+  std::map<int, Got> got = Serve(policy, images, proprio);
+  ASSERT_EQ(static_cast<int>(got.size()), kEnvs);
+  torch::NoGradGuard no_grad;
+  const InferenceServerOptions o = TwoTaskOptions();
+  for (int e = 0; e < kEnvs; ++e) {
+    ExpectThePolicysChoice(policy, o, images, proprio, e, got[e]);
+  }
 }
 
 // Env e's reply as a one-decision segment of which e % 3 + 1 chunk steps
