@@ -31,7 +31,7 @@ $BIN train --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
 
 # Greedy success before and after RL on the same held-out initial states
 # (eval's default: the first states after the ones training draws from).
-EVAL=${RLVLA3_DEMO_EVAL:-100}
+EVAL=${RLVLA3_DEMO_EVAL:-60}
 for ck in sft/checkpoint train/checkpoints/final; do
   $BIN eval --config configs/libero_demo.yaml --checkpoint "$OUT/$ck" \
     --episodes "$EVAL" --outcomes "$OUT/${ck%%/*}.outcomes" \
