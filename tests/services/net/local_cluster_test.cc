@@ -141,7 +141,9 @@ void ExpectResumedFromVersion2(const std::string& rank0,
 
 TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
   const testutil::TestDir dir;
-  const int base = 53000 + static_cast<int>(getpid() % 500) * 8;
+  // Below the ephemeral range (32768-60999), where any outgoing connection
+  // may hold a port (a CI run once lost a learner port that way).
+  const int base = 20000 + static_cast<int>(getpid() % 500) * 8;
   const std::vector<std::string> config = {
       "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
       "--set",    "env.num_envs=2",
@@ -199,7 +201,7 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
 
 TEST(UpLocal, TwoLearnerRanksTrainAKilledRankStopsTheRunWhichResumes) {
   const testutil::TestDir dir;
-  const int base = 56000 + static_cast<int>(getpid() % 500) * 8;
+  const int base = 24000 + static_cast<int>(getpid() % 500) * 8;  // as above
   const std::vector<std::string> config = DataParallelConfig(dir, base);
   const std::vector<std::string> up_args = Command({"up", "--local"}, config);
   RoleProcess up(RLVLA3_BINARY, up_args, {}, dir.File("up"));

@@ -44,7 +44,9 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return m;
 }
 
-int BasePort() { return 41000 + static_cast<int>(getpid() % 2000) * 8; }
+// Below the ephemeral range (32768-60999), where outgoing connections take
+// their ports.
+int BasePort() { return 28000 + static_cast<int>(getpid() % 500) * 8; }
 
 // `world` ranks of dp_rank; the processes, started.
 std::vector<std::unique_ptr<RoleProcess>> StartRanks(
