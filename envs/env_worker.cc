@@ -67,18 +67,21 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
     if (!gl.ok()) return gl.status();
     w->gl_ = *std::move(gl);
   }
-  auto task_of = [&o](int i) -> const std::string& {
-    return o.tasks[static_cast<size_t>(TaskOfEnv(o, i))].name;
+  auto spec_of = [&o](int i) -> const TaskSpec& {
+    return o.tasks[static_cast<size_t>(TaskOfEnv(o, i))];
   };
   // Batched readback: one tile per image of this worker's envs of a task.
   std::map<std::string, int> images;
-  for (int i = index; i < o.num_envs; i += workers) images[task_of(i)] += 2;
+  for (int i = index; i < o.num_envs; i += workers) {
+    images[spec_of(i).name] += 2;
+  }
   for (int i = index; i < o.num_envs; i += workers) {
     EnvSlot& slot = *state->slots[i];
-    const TaskSpec& spec = o.tasks[static_cast<size_t>(TaskOfEnv(o, i))];
+    const TaskSpec& spec = spec_of(i);
     if (spec.toy) {
       slot.env = std::make_unique<ToyEnv>(spec, o.env, o.seed, i);
-    } else if (absl::Status s = w->MakeManipulationEnv(i, models, images);
+    } else if (absl::Status s =
+                   w->MakeManipulationEnv(i, spec.name, models, images);
                !s.ok()) {
       return s;
     }
@@ -93,9 +96,9 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
 }
 
 absl::Status EnvWorker::MakeManipulationEnv(
-    int i, const TaskModels& models, const std::map<std::string, int>& images) {
+    int i, const std::string& task, const TaskModels& models,
+    const std::map<std::string, int>& images) {
   const EnvPoolOptions& o = options_;
-  const std::string& task = o.tasks[static_cast<size_t>(TaskOfEnv(o, i))].name;
   const std::shared_ptr<const TaskModel>& model = models.at(task);
   std::shared_ptr<Renderer> renderer;
   if (o.env.render) {

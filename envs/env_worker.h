@@ -55,9 +55,10 @@ class EnvWorker {
  private:
   using Clock = std::chrono::steady_clock;
   EnvWorker(EnvPoolState* state, int index);
-  // Env i as a MuJoCo env of its task's model, drawn by this worker's
+  // Env i as a MuJoCo env of `task`'s model, drawn by this worker's
   // renderer of that task (`images`: tiles per task, batched readback).
-  absl::Status MakeManipulationEnv(int i, const TaskModels& models,
+  absl::Status MakeManipulationEnv(int i, const std::string& task,
+                                   const TaskModels& models,
                                    const std::map<std::string, int>& images);
   struct StepTiming {
     Clock::time_point began, ended;

@@ -236,12 +236,17 @@ LearnerStepStats LearnerCore::Step() {
   rate_.ClearProbe();
   ZeroGradients();
   st.version = version_;
-  units_trained_ = informative_units_ = 0;
+  ResetGlobalBatch();
+  return st;
+}
+
+void LearnerCore::ResetGlobalBatch() {
+  units_trained_ = informative_units_ = samples_trained_ = 0;
   grad_scale_ = 1.0;
-  samples_trained_ = 0;
   lag_sum_ = 0;
   sums_ = LossSums();
-  return st;
+  batch_.clear();
+  batch_prox_.clear();
 }
 
 void LearnerCore::ScaleLossStats(LearnerStepStats* st) const {
@@ -281,11 +286,7 @@ void LearnerCore::AdvanceWithoutUpdate(LearnerStepStats* st) {
   rate_.ClearProbe();
   st->lr = rate_.lr();
   st->version = version_;
-  units_trained_ = informative_units_ = samples_trained_ = 0;
-  lag_sum_ = 0;
-  sums_ = LossSums();
-  batch_.clear();
-  batch_prox_.clear();
+  ResetGlobalBatch();
 }
 
 void LearnerCore::FinishUpdate(LearnerStepStats* st) {

@@ -283,6 +283,8 @@ class LearnerCore {
   double InformativeScale() const;
   // The loss statistics as means over the trained (informative) samples.
   void ScaleLossStats(LearnerStepStats* st) const;
+  // After an update (or a skipped one): the next global batch starts empty.
+  void ResetGlobalBatch();
   // The GRPO group counts of this update, then reset.
   void TakeGroupCounts(LearnerStepStats* st);
   // KL(before || after) of the step just taken, per decision of the KL

@@ -231,12 +231,7 @@ void LearnerCore::EndEpochs(bool completed, LearnerStepStats* st) {
   for (const SampleRef& r : batch_) {
     if (--r.seg->unconsumed == 0) Consume(r.seg);
   }
-  batch_.clear();
-  batch_prox_.clear();
-  units_trained_ = informative_units_ = 0;
-  grad_scale_ = 1.0;
-  samples_trained_ = 0;
-  lag_sum_ = 0;
+  ResetGlobalBatch();
 }
 
 }  // namespace rlvla3

@@ -1,9 +1,9 @@
 // File: services/learner/ppo_loss.h
 // -----------------------------------------------------------------------------
 // The learner's decoupled PPO objective (Hilton et al. 2022, as in AReaL):
-//   ratio  = pi_theta(a|s) / pi_prox(a|s)   (clipped to [1 - eps, 1 +
-//   eps_high]) weight = min(pi_prox(a|s) / pi_behav(a|s), is_cap)  (truncated
-//   IS) L_pi   = -weight * min(ratio * A, clip(ratio) * A)
+//   ratio  = pi_theta(a|s) / pi_prox(a|s)      (clip: [1 - eps, 1 + eps_high])
+//   weight = min(pi_prox(a|s) / pi_behav(a|s), is_cap)  (truncated IS)
+//   L_pi   = -weight * min(ratio * A, clip(ratio) * A)
 // where pi_behav produced the sample (possibly several versions old) and
 // pi_prox is the learner's policy before the current optimizer step. Negative
 // advantages can be scaled down (negative_advantage_weight < 1): pushing a

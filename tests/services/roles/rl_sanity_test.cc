@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -136,6 +137,11 @@ void ExpectLearns(const LearnerOptions& o, int epochs, int minibatches) {
   with.minibatches = minibatches;
   double first = 0;
   const int rounds = Bandit(with).RoundsTo90(kMaxRounds, &first);
+  std::printf(
+      "bandit %s %d x %d: %.0f%% at the first round, >= 90%% after %d "
+      "rounds (limit %d)\n",
+      with.algorithm.c_str(), epochs, minibatches, 100 * first, rounds,
+      kMaxRounds);
   EXPECT_LT(first, 0.25);
   EXPECT_LE(rounds, kMaxRounds) << with.algorithm << " " << epochs << " x "
                                 << minibatches << " never reached 90%";
