@@ -1,0 +1,99 @@
+// File: runtime/checkpoint_store.h
+// -----------------------------------------------------------------------------
+// CheckpointStore: a run's checkpoint folder, written so that no reader ever
+// takes half a checkpoint for a whole one.
+//
+//   DIR/.partial-version_V/   being written (whatever a writer puts there)
+//   DIR/version_V/            complete: renamed into place once MANIFEST,
+//                             written last, names every file with its size
+//                             and a 64-bit content hash
+//   DIR/rejected-version_V/   a checkpoint that failed verification, kept
+//                             for inspection and never listed again
+//   DIR/published_version     the highest version the run ever published
+//
+// A process killed mid-write leaves a partial folder (never listed); a file
+// truncated or damaged after the rename fails Verify (sizes and hashes), so
+// NewestValid skips it with a reason and takes the previous complete one.
+// Nothing is fsynced: a torn write after a power loss fails Verify as well.
+//
+// Example:
+//   CheckpointStore store("runs/x/checkpoints");
+//   absl::StatusOr<std::string> dir = store.BeginWrite(120);
+//   ... write files under *dir ...
+//   absl::StatusOr<std::string> done = store.Commit(120);  // version_120
+//   store.Prune(/*keep=*/3);
+//   std::vector<std::string> skipped;
+//   absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_RUNTIME_CHECKPOINT_STORE_H_
+#define RLVLA3_RUNTIME_CHECKPOINT_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace rlvla3 {
+
+struct CheckpointInfo {
+  std::string path;  // DIR/version_V
+  uint64_t version = 0;
+};
+
+class CheckpointStore {
+ public:
+  explicit CheckpointStore(std::string dir) : dir_(std::move(dir)) {}
+
+  const std::string& dir() const { return dir_; }
+  std::string PartialPath(uint64_t version) const;
+  std::string CompletePath(uint64_t version) const;
+
+  // Creates DIR and checks that a file can be written and removed there.
+  absl::Status CheckWritable() const;
+  // An empty staging folder for `version` (a stale one is removed first).
+  absl::StatusOr<std::string> BeginWrite(uint64_t version) const;
+  // Hashes every file under the staging folder into its MANIFEST (written
+  // last) and renames the folder to version_V (replacing one already there).
+  absl::StatusOr<std::string> Commit(uint64_t version) const;
+  // Removes the staging folder of `version` (an attempt that failed).
+  void Abandon(uint64_t version) const;
+  // Keeps the newest `keep` complete checkpoints (keep <= 0: all) and
+  // removes staging folders of versions below the newest complete one.
+  absl::Status Prune(int keep) const;
+  // Removes every staging folder (a writer starting; none is writing).
+  absl::Status RemovePartials() const;
+  // Renames a complete checkpoint to rejected-version_V.
+  absl::Status Reject(const CheckpointInfo& c) const;
+  // Removes every checkpoint and the published mark (a fresh run).
+  absl::Status Clear() const;
+
+  // Complete checkpoints (MANIFEST present, not verified), newest first.
+  std::vector<CheckpointInfo> List() const;
+  // The newest checkpoint that verifies; each one skipped on the way is
+  // appended to `skipped` ("PATH: reason"). NotFound when none verifies.
+  absl::StatusOr<CheckpointInfo> NewestValid(
+      std::vector<std::string>* skipped) const;
+  // Every version_V folder that fails Verify (the newest valid one's newer
+  // siblings, to be rejected).
+  std::vector<CheckpointInfo> InvalidNewerThan(uint64_t version) const;
+
+  // The highest published version: written (atomically) at each publish.
+  absl::Status RecordPublished(uint64_t version) const;
+  uint64_t PublishedHighWater() const;  // 0 when never recorded
+
+  // OK when every file MANIFEST names has its size and hash and MANIFEST
+  // names at least one file.
+  static absl::Status Verify(const std::string& path);
+
+ private:
+  std::string dir_;
+};
+
+// The 64-bit content hash MANIFEST records (word-wise multiply-xorshift).
+absl::StatusOr<uint64_t> HashFile(const std::string& path, uint64_t* size);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_RUNTIME_CHECKPOINT_STORE_H_

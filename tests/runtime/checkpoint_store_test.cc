@@ -1,0 +1,230 @@
+// CheckpointStore: a checkpoint is listed only once whole; torn, truncated,
+// damaged and unmarked ones are skipped with a reason; a writer killed with
+// SIGKILL mid-write never leaves a checkpoint that loads.
+#include "runtime/checkpoint_store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+namespace fs = std::filesystem;
+
+void WriteBytes(const std::string& path, size_t n, char fill) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary);
+  const std::string chunk(64 << 10, fill);
+  for (size_t done = 0; done < n; done += chunk.size()) {
+    out.write(chunk.data(),
+              static_cast<std::streamsize>(std::min(chunk.size(), n - done)));
+  }
+}
+
+// One checkpoint of `version`: a weights file and an optimizer shard.
+std::string WriteCheckpoint(const CheckpointStore& store, uint64_t version,
+                            size_t bytes = 4096) {
+  absl::StatusOr<std::string> dir = store.BeginWrite(version);
+  EXPECT_TRUE(dir.ok()) << dir.status();
+  WriteBytes(*dir + "/model.safetensors", bytes, 'w');
+  WriteBytes(*dir + "/optimizer/shard-0-of-1.pt", bytes / 2, 'o');
+  absl::StatusOr<std::string> done = store.Commit(version);
+  EXPECT_TRUE(done.ok()) << done.status();
+  return done.ok() ? *done : "";
+}
+
+TEST(CheckpointStore, CommitListsNewestFirstAndPruneKeepsTheNewest) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  ASSERT_TRUE(store.CheckWritable().ok());
+  for (uint64_t v : {3, 7, 5, 9}) WriteCheckpoint(store, v);
+  std::vector<CheckpointInfo> all = store.List();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].version, 9u);
+  EXPECT_EQ(all[3].version, 3u);
+  ASSERT_TRUE(store.Prune(2).ok());
+  all = store.List();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].version, 9u);
+  EXPECT_EQ(all[1].version, 7u);
+  EXPECT_FALSE(fs::exists(store.CompletePath(3)));
+}
+
+TEST(CheckpointStore, PartialFoldersAreNeverListed) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  WriteCheckpoint(store, 4);
+  absl::StatusOr<std::string> half = store.BeginWrite(8);
+  ASSERT_TRUE(half.ok());
+  WriteBytes(*half + "/model.safetensors", 1000, 'x');
+  std::vector<std::string> skipped;
+  absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->version, 4u);
+  EXPECT_TRUE(skipped.empty());
+  ASSERT_TRUE(store.RemovePartials().ok());
+  EXPECT_FALSE(fs::exists(store.PartialPath(8)));
+}
+
+TEST(CheckpointStore, TruncatedFileIsSkippedNamingIt) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  WriteCheckpoint(store, 1);
+  const std::string newest = WriteCheckpoint(store, 2);
+  fs::resize_file(newest + "/optimizer/shard-0-of-1.pt", 100);
+  std::vector<std::string> skipped;
+  absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->version, 1u);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("shard-0-of-1.pt"), std::string::npos);
+  EXPECT_NE(skipped[0].find("truncated"), std::string::npos);
+}
+
+TEST(CheckpointStore, DamagedHeaderIsSkipped) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  WriteCheckpoint(store, 1);
+  const std::string newest = WriteCheckpoint(store, 2);
+  {  // Same size, first bytes (a safetensors header's length) overwritten.
+    std::fstream f(newest + "/model.safetensors",
+                   std::ios::binary | std::ios::in | std::ios::out);
+    f.write("\xff\xff\xff\xff", 4);
+  }
+  std::vector<std::string> skipped;
+  absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->version, 1u);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("damaged"), std::string::npos);
+}
+
+TEST(CheckpointStore, MissingOrCutManifestIsSkipped) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  WriteCheckpoint(store, 1);
+  const std::string two = WriteCheckpoint(store, 2);
+  const std::string three = WriteCheckpoint(store, 3);
+  fs::remove(three + "/MANIFEST");
+  // Version 2's MANIFEST loses its last lines.
+  std::ifstream in(two + "/MANIFEST");
+  std::string first;
+  std::getline(in, first);
+  in.close();
+  std::ofstream(two + "/MANIFEST") << first << "\n";
+  std::vector<std::string> skipped;
+  absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->version, 1u);
+  EXPECT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(store.InvalidNewerThan(1).size(), 2u);
+  ASSERT_TRUE(store.Reject(store.InvalidNewerThan(1)[0]).ok());
+  EXPECT_EQ(store.InvalidNewerThan(1).size(), 1u);
+}
+
+TEST(CheckpointStore, NoneValidIsNotFound) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  const std::string one = WriteCheckpoint(store, 1);
+  fs::remove(one + "/model.safetensors");
+  std::vector<std::string> skipped;
+  EXPECT_EQ(store.NewestValid(&skipped).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(skipped.size(), 1u);
+}
+
+TEST(CheckpointStore, PublishedHighWaterRoundTripsAndClears) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  ASSERT_TRUE(store.CheckWritable().ok());
+  EXPECT_EQ(store.PublishedHighWater(), 0u);
+  ASSERT_TRUE(store.RecordPublished(41).ok());
+  ASSERT_TRUE(store.RecordPublished(42).ok());
+  EXPECT_EQ(store.PublishedHighWater(), 42u);
+  WriteCheckpoint(store, 40);
+  ASSERT_TRUE(store.Clear().ok());
+  EXPECT_EQ(store.PublishedHighWater(), 0u);
+  EXPECT_TRUE(store.List().empty());
+}
+
+TEST(CheckpointStore, UnwritableFolderIsAClearError) {
+  if (geteuid() == 0) GTEST_SKIP() << "root writes into read-only folders";
+  const testutil::TestDir t;
+  fs::create_directories(t.File("ro"));
+  fs::permissions(t.File("ro"), fs::perms::owner_read | fs::perms::owner_exec);
+  CheckpointStore store(t.File("ro") + "/ck");
+  const absl::Status s = store.CheckWritable();
+  fs::permissions(t.File("ro"), fs::perms::owner_all);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("ro/ck"), std::string::npos) << s;
+}
+
+// A real writer process, SIGKILLed at random moments while it writes
+// checkpoint after checkpoint (each a few MB, so most kills land mid-write):
+// after every kill, each listed checkpoint verifies and the newest valid one
+// is whole.
+TEST(CheckpointStore, WriterKilledMidWriteNeverLeavesATornCheckpoint) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  ASSERT_TRUE(store.CheckWritable().ok());
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> delay_ms(5, 60);
+  uint64_t next = 1;
+  int kills = 0, partial_left = 0;
+  for (int round = 0; round < 24; ++round) {
+    const uint64_t first = next;
+    next += 1000;
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      for (uint64_t v = first;; ++v) {
+        absl::StatusOr<std::string> dir = store.BeginWrite(v);
+        if (!dir.ok()) _exit(3);
+        WriteBytes(*dir + "/model.safetensors", 3 << 20, 'w');
+        WriteBytes(*dir + "/optimizer/shard-0-of-1.pt", 2 << 20, 'o');
+        if (!store.Commit(v).ok() || !store.Prune(2).ok()) _exit(4);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer failed: " << status;
+    ++kills;
+    for (const CheckpointInfo& c : store.List()) {
+      EXPECT_TRUE(CheckpointStore::Verify(c.path).ok()) << c.path;
+    }
+    std::error_code ec;
+    for (fs::directory_iterator it(store.dir(), ec), end; it != end; ++it) {
+      if (it->path().filename().string().rfind(".partial", 0) == 0) {
+        ++partial_left;
+      }
+    }
+    std::vector<std::string> skipped;
+    absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
+    if (c.ok()) {
+      EXPECT_TRUE(CheckpointStore::Verify(c->path).ok());
+    }
+    EXPECT_TRUE(skipped.empty()) << skipped[0];
+    ASSERT_TRUE(store.RemovePartials().ok());  // as a restarted writer does
+  }
+  EXPECT_EQ(kills, 24);
+  std::printf(
+      "writer kills: %d, of them mid-write (a partial folder left): %d\n",
+      kills, partial_left);
+  EXPECT_GE(partial_left, 10) << "too few kills landed mid-write";
+}
+
+}  // namespace
+}  // namespace rlvla3
