@@ -312,7 +312,17 @@ void DescribeRlRun(Config* c, ConfigSchema* s) {
   s->Int("rl.max_steps", &c->rl.max_steps, {0, 1000000000},
          "stop after this many optimizer steps (0: off)");
   s->Int("rl.checkpoint_every", &c->rl.checkpoint_every, {0, 1000000000},
-         "optimizer steps between checkpoints (0: only at the end)");
+         "versions between checkpoints (0: by time only)");
+  s->Real("rl.checkpoint_every_s", &c->rl.checkpoint_every_s,
+          {0.0, false, 1e7, false},
+          "seconds between checkpoints (0: by versions only; both 0: only "
+          "at the end)");
+  s->Int("rl.keep_checkpoints", &c->rl.keep_checkpoints, {0, 1000000},
+         "newest complete checkpoints kept in the run folder (0: all)");
+  s->String("rl.resume", &c->rl.resume,
+            "auto: resume from the run folder's newest complete checkpoint; "
+            "never: start fresh (the folder's checkpoints are removed); or "
+            "a checkpoint folder");
   s->String("rl.init_checkpoint", &c->rl.init_checkpoint,
             "start from this checkpoint folder");
   s->Int("rl.success_window", &c->rl.success_window, {1, 1000000},
@@ -424,6 +434,11 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
     return ConfigError{origin, "learner.device", c.learner.device,
                        "cuda or cuda:N when cluster.learner_backend is nccl "
                        "(NCCL reduces GPU tensors)"}
+        .ToStatus();
+  }
+  if (c.rl.resume.empty()) {
+    return ConfigError{origin, "rl.resume", "",
+                       "auto, never or a checkpoint folder"}
         .ToStatus();
   }
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {

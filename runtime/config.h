@@ -204,7 +204,10 @@ struct RlConfig {
   bool bootstrap_truncation = true;  // PPO: a time limit is not terminal
   double duration_s = 120;           // run length (wall time)
   int64_t max_steps = 0;  // stop after this many optimizer steps (0: off)
-  int64_t checkpoint_every = 0;  // optimizer steps between checkpoints (0: end)
+  int64_t checkpoint_every = 0;     // versions between checkpoints (0: by time)
+  double checkpoint_every_s = 120;  // seconds between checkpoints (0: by steps)
+  int64_t keep_checkpoints = 3;     // newest complete checkpoints kept (0: all)
+  std::string resume = "auto";      // auto | never | a checkpoint folder
   std::string init_checkpoint = "";  // start from this checkpoint folder
   int64_t success_window = 50;       // episodes in the rolling success rate
   bool timeline = false;  // record per-stage intervals (tests, report)

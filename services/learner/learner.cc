@@ -18,6 +18,7 @@ struct Learner::Metrics {
   Counter* skipped = nullptr;
   Counter* dropped = nullptr;
   Counter* expired = nullptr;  // GRPO episodes of groups that never completed
+  Counter* lost = nullptr;     // samples of versions a killed learner lost
   Gauge *lag_mean, *lag_max, *s_per_step, *version, *clip_fraction, *approx_kl,
       *step_kl, *learning_rate, *is_min, *is_mean, *is_max, *loss, *entropy,
       *policy_loss, *value_loss, *grad_norm, *ratio_min, *ratio_mean,
@@ -37,6 +38,7 @@ struct Learner::Metrics {
     skipped = &r.counter("skipped_steps");
     dropped = &r.counter("dropped_samples");
     expired = &r.counter("expired_episodes");
+    lost = &r.counter("lost_version_samples");
     lag_mean = &r.gauge("policy_lag_mean");
     lag_max = &r.gauge("policy_lag_max");
     s_per_step = &r.gauge("s_per_step");
@@ -115,6 +117,14 @@ Learner::Learner(std::shared_ptr<TrainablePolicy> policy,
                                         options.text_len, options.core, version,
                                         options.reducer);
   publishes_ = options.reducer == nullptr || options.reducer->rank() == 0;
+  CheckpointOptions ck;
+  ck.dir = options.checkpoint_dir;
+  ck.every_versions = options.checkpoint_every;
+  ck.every_s = options.checkpoint_every_s;
+  ck.keep = options.keep_checkpoints;
+  ck.tokenizer = options.tokenizer;
+  checkpoints_ = std::make_unique<LearnerCheckpoints>(ck, core_.get(),
+                                                      options.reducer, metrics);
   version_.store(version);
   if (publishes_) weights_->Publish(core_->MakeSnapshot(), version);
 }
@@ -140,32 +150,33 @@ std::vector<int64_t> Learner::LagHistogram() const {
 TrainablePolicy& Learner::policy() { return core_->policy(); }
 
 absl::Status Learner::Prepare() {
-  if (absl::Status s = core_->SyncParameters(); !s.ok()) return s;
-  if (options_.resume_from.empty()) return absl::OkStatus();
-  if (absl::Status s = core_->LoadTrainingState(options_.resume_from);
+  // Rank 0 tidies the folder before the ranks meet (SyncParameters): no
+  // rank writes a checkpoint before then.
+  if (absl::Status s =
+          checkpoints_->Prepare(options_.clear_checkpoints, options_.reject);
       !s.ok()) {
     return s;
   }
-  spdlog::info("learner: training state restored from {} (version {})",
-               options_.resume_from, core_->version());
-  return absl::OkStatus();
-}
-
-absl::Status Learner::SaveCheckpoint() {
-  const std::string dir =
-      absl::StrCat(options_.checkpoint_dir, "/version_", core_->version());
-  if (publishes_) {
-    absl::Status s =
-        core_->policy().Save(dir, options_.tokenizer, core_->version());
-    if (!s.ok()) return s;
+  if (absl::Status s = core_->SyncParameters(); !s.ok()) return s;
+  if (options_.resume_from.empty()) return absl::OkStatus();
+  if (absl::Status s = core_->LoadTrainingState(options_.resume_from,
+                                                options_.resume_version);
+      !s.ok()) {
+    return s;
   }
-  return core_->SaveTrainingState(dir);
+  spdlog::info(
+      "learner: training state restored from {} (optimizer of version {}, "
+      "{} steps taken, lr {:.3g}); publishing as version {}",
+      options_.resume_from, options_.resume_version, core_->steps_taken(),
+      core_->learning_rate(), core_->version());
+  return absl::OkStatus();
 }
 
 void Learner::Publish() {
   if (!publishes_) return;
   const int64_t t0 = SteadyNowNs();
   weights_->Publish(core_->MakeSnapshot(), core_->version());
+  checkpoints_->Published(core_->version());
   const int64_t t1 = SteadyNowNs();
   m_->publish_ms->Observe((t1 - t0) / 1e6);
   timeline_->Record(StageInterval::kWeightPublish, t0, t1);
@@ -198,6 +209,7 @@ absl::Status Learner::Loop() {
     if (!nice.ok()) spdlog::warn("learner: {}", nice.ToString());
   }
   if (absl::Status s = Prepare(); !s.ok()) return s;
+  steps_before_ = core_->steps_taken();
   const int64_t global_units = core_->global_units();
   std::vector<RolloutSegment*> buf(64);
   last_step_ns_ = SteadyNowNs();
@@ -208,15 +220,24 @@ absl::Status Learner::Loop() {
     const QueueStatus s =
         segments_->PopBulk(buf.data(), buf.size(), absl::Milliseconds(20), &n);
     m_->stage->AddIdle(std::chrono::nanoseconds(SteadyNowNs() - w0));
-    if (s == QueueStatus::kClosed && n == 0) return absl::OkStatus();
+    if (s == QueueStatus::kClosed && n == 0) {
+      // The run's end: one more checkpoint (a group's ranks may be gone
+      // already, so one rank only).
+      if (options_.reducer == nullptr || options_.reducer->world_size() == 1) {
+        return checkpoints_->Final();
+      }
+      return absl::OkStatus();
+    }
     if (n > 0) {
       const int64_t now = SteadyNowNs();
       std::vector<RolloutSegment*> got(buf.begin(), buf.begin() + n);
       for (RolloutSegment* seg : got)
         m_->trajectory_dwell_ms->Observe((now - seg->enqueue_ns) / 1e6);
       const int64_t d0 = core_->dropped_samples();
+      const int64_t l0 = core_->lost_version_samples();
       core_->Add(got);
       m_->dropped->Add(static_cast<uint64_t>(core_->dropped_samples() - d0));
+      m_->lost->Add(static_cast<uint64_t>(core_->lost_version_samples() - l0));
     }
     // Sync wiring: the whole rollout first, then train.
     if (options_.whole_batch && core_->ready_units() < global_units) {
@@ -240,13 +261,11 @@ absl::Status Learner::Loop() {
       RecordStep(st, u0, SteadyNowNs());
       if (on_step_) on_step_(st);
       Publish();
-      if (options_.checkpoint_every > 0 && !options_.checkpoint_dir.empty() &&
-          !st.skipped &&
-          st.version % static_cast<uint64_t>(options_.checkpoint_every) == 0) {
-        if (absl::Status s = SaveCheckpoint(); !s.ok()) return s;
-      }
+      if (absl::Status s = checkpoints_->AfterStep(); !s.ok()) return s;
+      // rl.max_steps counts the run's steps, a resumed learner's included.
       if (options_.max_steps > 0 &&
-          static_cast<int64_t>(m_->steps->value()) >= options_.max_steps) {
+          static_cast<int64_t>(m_->steps->value()) + steps_before_ >=
+              options_.max_steps) {
         done_.store(true, std::memory_order_relaxed);
       }
     }

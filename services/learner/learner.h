@@ -36,6 +36,7 @@
 #include "runtime/segment_channel.h"
 #include "runtime/stage_timeline.h"
 #include "runtime/weight_channel.h"
+#include "services/learner/learner_checkpoints.h"
 #include "services/learner/learner_core.h"
 
 namespace rlvla3 {
@@ -49,14 +50,23 @@ struct LearnerRoleOptions {
   // Data-parallel: this process is one rank (not owned; null: alone). Only
   // rank 0 publishes weights; the ranks join before the first step.
   GradientReducer* reducer = nullptr;
-  // Every `checkpoint_every` versions: DIR/version_V (weights from rank 0 with
-  // `tokenizer`, each rank its optimizer shard). 0 or no DIR: none.
+  // Every `checkpoint_every` versions or `checkpoint_every_s` seconds:
+  // DIR/version_V (weights from rank 0 with `tokenizer`, each rank its
+  // optimizer shard; learner_checkpoints.h), the newest `keep_checkpoints`
+  // kept; one more at the end. No DIR: none.
   std::string checkpoint_dir;
   int64_t checkpoint_every = 0;
+  double checkpoint_every_s = 0;
+  int keep_checkpoints = 3;
   TextTokenizer tokenizer;
-  // A checkpoint to resume the training state from (its weights are the
-  // policy's already): optimizer moments, learning rate, step count.
+  // A checkpoint to resume the training state from (its weights, of
+  // `resume_version`, are the policy's already): optimizer moments,
+  // learning rate, step count, the shuffle's state.
   std::string resume_from;
+  uint64_t resume_version = 0;
+  // What rank 0 does to the folder before the first step (resume_plan.h).
+  std::vector<CheckpointInfo> reject;
+  bool clear_checkpoints = false;
 };
 
 class Learner {
@@ -94,12 +104,12 @@ class Learner {
   void Publish();
   // Joins the ranks (data-parallel) and restores options.resume_from.
   absl::Status Prepare();
-  absl::Status SaveCheckpoint();
   void ReleaseConsumed();
   void RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1);
 
   LearnerRoleOptions options_;
   std::unique_ptr<LearnerCore> core_;
+  std::unique_ptr<LearnerCheckpoints> checkpoints_;
   SegmentSource* segments_;
   WeightChannel<Policy>* weights_;
   StageTimeline* timeline_;
@@ -110,6 +120,7 @@ class Learner {
   mutable std::mutex mu_;
   std::vector<int64_t> lag_hist_ ABSL_GUARDED_BY(mu_);
   int64_t last_step_ns_ = 0;
+  int64_t steps_before_ = 0;  // optimizer steps restored from a checkpoint
 
   struct Metrics;
   std::unique_ptr<Metrics> m_;

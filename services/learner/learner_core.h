@@ -122,6 +122,10 @@ struct LearnerOptions {
   // Where MakeSnapshot's copies live: the local inference actors' device
   // (device-to-device on one GPU), or the learner's own.
   at::Device publish_device{at::kCPU};
+  // Versions the run published and lost with a killed learner (strictly
+  // between these two): segments tagged with one are dropped and counted
+  // (lost_version_samples). Both 0: none.
+  uint64_t lost_versions_after = 0, lost_versions_before = 0;
 };
 
 struct LearnerStepStats {
@@ -178,15 +182,22 @@ class LearnerCore {
   // Checkpoints of the training state besides the weights (which the
   // policy's Save writes, on rank 0): this rank's shard of the optimizer
   // state, the version, the adapted learning rate (optimizer_shards.h). Load
-  // on any number of ranks, after the weights of the same version.
+  // on any number of ranks, after the weights of the same version
+  // (`weights_version`: the learner's own version may be numbered above it,
+  // resume_plan.h).
   absl::Status SaveTrainingState(const std::string& dir);
-  absl::Status LoadTrainingState(const std::string& dir);
+  absl::Status LoadTrainingState(const std::string& dir,
+                                 uint64_t weights_version);
+  int64_t steps_taken() const { return steps_taken_; }
+  double learning_rate() const;
 
   uint64_t version() const { return version_; }
   TrainablePolicy& policy() { return *policy_; }
   int64_t global_units() const { return options_.global_units; }
   int64_t ready_samples() const { return static_cast<int64_t>(ready_.size()); }
   int64_t dropped_samples() const { return dropped_samples_; }
+  // Of them, samples of versions a killed learner published and lost.
+  int64_t lost_version_samples() const { return lost_version_samples_; }
   // GRPO episodes dropped because their group could no longer complete in
   // time (a member lost with a dead rollout worker, or never admitted).
   int64_t expired_episodes() const { return expired_episodes_; }
@@ -370,6 +381,7 @@ class LearnerCore {
   double grad_scale_ = 1.0;  // applied by ClipGradients
   int64_t samples_trained_ = 0;
   int64_t dropped_samples_ = 0, skipped_steps_ = 0, expired_episodes_ = 0;
+  int64_t lost_version_samples_ = 0;
   double loss_scale_ = 1.0;
   int64_t steps_taken_ = 0;  // optimizer steps in this learner's life
   // The weights' current learning rate, and the last micro-batch to measure

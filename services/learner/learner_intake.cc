@@ -106,9 +106,15 @@ void LearnerCore::Add(const std::vector<RolloutSegment*>& segments) {
   std::vector<RolloutSegment*> fresh;
   for (RolloutSegment* s : segments) {
     const uint64_t oldest = s->min_version();
-    const bool stale = s->n == 0 || (version_ > oldest &&
-                                     static_cast<int64_t>(version_ - oldest) >
-                                         options_.max_policy_lag);
+    // Tagged with a version a killed learner published and lost.
+    const bool lost = s->n > 0 &&
+                      s->max_version() > options_.lost_versions_after &&
+                      oldest < options_.lost_versions_before;
+    if (lost) lost_version_samples_ += s->n;
+    const bool stale =
+        s->n == 0 || lost ||
+        (version_ > oldest &&
+         static_cast<int64_t>(version_ - oldest) > options_.max_policy_lag);
     if (grpo && (stale || poisoned_groups_.count(s->group) > 0)) {
       DropGroupMember(s);
       continue;

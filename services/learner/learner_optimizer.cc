@@ -10,6 +10,7 @@
 // optimizer's shards with the version, step count and adapted learning rate.
 #include <torch/torch.h>
 
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -174,9 +175,11 @@ at::Tensor LearnerCore::ClipGradients() {
 absl::Status LearnerCore::SaveTrainingState(const std::string& dir) {
   const int rank = distributed() ? reducer_->rank() : 0;
   const int world = distributed() ? reducer_->world_size() : 1;
+  std::ostringstream rng;
+  rng << shuffle_rng_;
   absl::Status s =
       SaveOptimizerShard(dir, *optimizer_, params_, owners_, rank, world,
-                         {version_, steps_taken_, rate_.lr()});
+                         {version_, steps_taken_, rate_.lr(), rng.str()});
   // Complete only once every rank's shard is written: the ranks agree (a
   // barrier too), then rank 0 marks the checkpoint.
   absl::StatusOr<bool> failed =
@@ -193,17 +196,24 @@ absl::Status LearnerCore::SaveTrainingState(const std::string& dir) {
   return rank == 0 ? MarkOptimizerShardsComplete(dir, world) : absl::OkStatus();
 }
 
-absl::Status LearnerCore::LoadTrainingState(const std::string& dir) {
+double LearnerCore::learning_rate() const { return rate_.lr(); }
+
+absl::Status LearnerCore::LoadTrainingState(const std::string& dir,
+                                            uint64_t weights_version) {
   const int rank = distributed() ? reducer_->rank() : 0;
   absl::StatusOr<LearnerTrainingState> s =
       LoadOptimizerShards(dir, *optimizer_, params_, owners_, rank);
   if (!s.ok()) return s.status();
-  if (s->version != version_) {
+  if (s->version != weights_version) {
     return absl::FailedPreconditionError(
         absl::StrCat(dir, ": optimizer state of version ", s->version,
-                     ", the policy's weights are version ", version_));
+                     ", the policy's weights are version ", weights_version));
   }
   steps_taken_ = s->steps_taken;
+  if (!s->rng.empty()) {
+    std::istringstream rng(s->rng);
+    rng >> shuffle_rng_;
+  }
   rate_.set_lr(s->lr);
   SetWeightsLr(s->lr);
   return absl::OkStatus();

@@ -100,6 +100,8 @@ absl::Status LoadShard(const std::string& path, torch::optim::AdamW& opt,
   meta->version = static_cast<uint64_t>(version->toInt());
   meta->steps_taken = steps->toInt();
   meta->lr = lr->toDouble();
+  c10::IValue rng;
+  if (a.try_read("rng", rng) && rng.isString()) meta->rng = rng.toStringRef();
   if (n->toInt() != static_cast<int64_t>(params.size())) {
     return absl::FailedPreconditionError(
         absl::StrCat(path, ": ", n->toInt(), " parameters, this policy has ",
@@ -164,6 +166,7 @@ absl::Status SaveOptimizerShard(const std::string& dir,
     a.write("version", c10::IValue(static_cast<int64_t>(state.version)));
     a.write("steps_taken", c10::IValue(state.steps_taken));
     a.write("lr", c10::IValue(state.lr));
+    a.write("rng", c10::IValue(state.rng));
     auto& st = optimizer.state();
     for (size_t i = 0; i < params.size(); ++i) {
       if (owners[i] != rank) continue;

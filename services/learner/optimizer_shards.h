@@ -48,6 +48,7 @@ struct LearnerTrainingState {
   uint64_t version = 0;     // policy version (weight updates so far)
   int64_t steps_taken = 0;  // optimizer steps in the learner's life
   double lr = 0;            // the weights' (adapted) learning rate
+  std::string rng;          // the minibatch shuffle's engine, as text
 };
 
 // Writes the state of the parameters `rank` owns (params[i] with

@@ -237,10 +237,13 @@ LearnerRoleOptions LearnerRoleOptionsOf(const Config& c, const EngineSizes& z,
   // Checkpoints (their folder is the caller's: the run folder) and what a
   // resumed run restores besides the weights.
   l.checkpoint_every = c.rl.checkpoint_every;
+  l.checkpoint_every_s = c.rl.checkpoint_every_s;
+  l.keep_checkpoints = static_cast<int>(c.rl.keep_checkpoints);
   l.tokenizer = parts.tokenizer;
   if (!c.rl.init_checkpoint.empty() &&
       std::filesystem::exists(c.rl.init_checkpoint + "/optimizer")) {
     l.resume_from = c.rl.init_checkpoint;
+    l.resume_version = parts.version;
   }
   return l;
 }

@@ -39,9 +39,12 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   // Envs whose segments go to one learner rank together: a GRPO group.
   s.route_block =
       c.rl.algorithm == "grpo" ? static_cast<int>(c.rl.grpo_group_size) : 1;
-  s.checkpoint_dir =
-      absl::StrCat(c.run.out_dir, "/", c.run.name, "/checkpoints");
+  s.checkpoint_dir = CheckpointDirOf(c);
   return s;
+}
+
+std::string CheckpointDirOf(const Config& c) {
+  return absl::StrCat(c.run.out_dir, "/", c.run.name, "/checkpoints");
 }
 
 absl::Status CheckRanksGetEqualShares(const RoleSetup& s, size_t ranks) {

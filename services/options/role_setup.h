@@ -41,6 +41,9 @@ struct RoleSetup {
 
 absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c);
 
+// <run.out_dir>/<run.name>/checkpoints: where a run's learner checkpoints.
+std::string CheckpointDirOf(const Config& c);
+
 // Segments are routed to learner ranks by global env id (in blocks of
 // route_block envs): every rank must get the same number of envs, or a rank
 // starves while the others wait for it in the gradient all-reduce.

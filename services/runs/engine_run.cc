@@ -24,6 +24,7 @@
 #include "runtime/tfevents_writer.h"
 #include "services/options/config_bridge.h"
 #include "services/options/engine_config.h"
+#include "services/options/resume_plan.h"
 #include "services/runs/learning_curve.h"
 
 namespace rlvla3 {
@@ -221,13 +222,32 @@ class IntervalRecorder {
 absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(
     const Config& c, const std::string& run_dir, const RunOptions& options) {
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-  absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
+  // With outputs, the learner resumes from the run folder (rl.resume).
+  const std::string checkpoints = run_dir + "/checkpoints";
+  ResumePlan plan;
+  if (options.write_outputs) {
+    absl::StatusOr<ResumePlan> p = PlanResume(c, checkpoints);
+    if (!p.ok()) return p.status();
+    plan = *std::move(p);
+  }
+  const Config resumed = ConfigForResume(c, plan);
+  absl::StatusOr<EngineParts> parts = BuildEngineParts(resumed);
   if (!parts.ok()) return parts.status();
+  LearnerRoleOptions resume;
+  if (options.write_outputs) {
+    ApplyResumePlan(plan, checkpoints, &*parts, &resume);
+  }
   absl::StatusOr<LocalEngineOptions> engine_options =
-      LocalEngineOptionsFromConfig(c, *parts);
+      LocalEngineOptionsFromConfig(resumed, *parts);
   if (!engine_options.ok()) return engine_options.status();
   if (options.write_outputs) {
-    engine_options->learner.checkpoint_dir = run_dir + "/checkpoints";
+    LearnerRoleOptions& l = engine_options->learner;
+    l.checkpoint_dir = checkpoints;
+    l.resume_version = resume.resume_version;
+    l.reject = resume.reject;
+    l.clear_checkpoints = resume.clear_checkpoints;
+    l.core.lost_versions_after = resume.core.lost_versions_after;
+    l.core.lost_versions_before = resume.core.lost_versions_before;
   }
   return LocalEngine::Create(*engine_options, *parts);
 }

@@ -1,12 +1,30 @@
 #include "services/runs/serve.h"
 
 #include "runtime/stop_signal.h"
+#include "services/options/resume_plan.h"
 #include "services/runs/serve_role.h"
 
 namespace rlvla3 {
 
+namespace {
+
+// The learner resumes (rl.resume): its policy is built from the checkpoint,
+// its versions numbered above the run's (resume_plan.h).
+absl::StatusOr<RoleSetup> LearnerSetup(const Config& c) {
+  const std::string dir = CheckpointDirOf(c);
+  absl::StatusOr<ResumePlan> plan = PlanResume(c, dir);
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<RoleSetup> s = RoleSetupFromConfig(ConfigForResume(c, *plan));
+  if (!s.ok()) return s.status();
+  ApplyResumePlan(*plan, dir, &s->parts, &s->options.learner);
+  return s;
+}
+
+}  // namespace
+
 int RunServe(const Config& c, const ServeFlags& flags) {
-  absl::StatusOr<RoleSetup> s = RoleSetupFromConfig(c);
+  absl::StatusOr<RoleSetup> s =
+      flags.role == "learner" ? LearnerSetup(c) : RoleSetupFromConfig(c);
   if (!s.ok()) return FailRole(flags.role.c_str(), s.status());
   InstallStopSignalHandlers();
   if (flags.role == "learner") return ServeLearner(c, flags, *s);

@@ -170,7 +170,7 @@ int Run(int argc, char** argv) {
                    reducer->get());
   if (absl::Status s = core.SyncParameters(); !s.ok()) return Fail(s);
   if (!args.resume.empty()) {
-    if (absl::Status s = core.LoadTrainingState(args.resume); !s.ok())
+    if (absl::Status s = core.LoadTrainingState(args.resume, version); !s.ok())
       return Fail(s);
   }
   if (int rc = TrainSteps(core, args, rank, world); rc != 0) return rc;

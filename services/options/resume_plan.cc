@@ -1,0 +1,94 @@
+#include "services/options/resume_plan.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/config_schema.h"
+
+namespace rlvla3 {
+
+absl::StatusOr<ResumePlan> PlanResume(const Config& c,
+                                      const std::string& checkpoint_dir) {
+  ResumePlan p;
+  const CheckpointStore store(checkpoint_dir);
+  p.published = store.PublishedHighWater();
+  if (c.rl.resume == "never") {
+    p.clear = true;
+    p.published = 0;
+    return p;
+  }
+  if (c.rl.resume != "auto") {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(c.rl.resume, ec)) {
+      return ConfigError{c.origin, "rl.resume", c.rl.resume,
+                         "auto, never or an existing checkpoint folder"}
+          .ToStatus();
+    }
+    if (std::filesystem::exists(c.rl.resume + "/MANIFEST", ec)) {
+      if (absl::Status s = CheckpointStore::Verify(c.rl.resume); !s.ok()) {
+        return ConfigError{
+            c.origin, "rl.resume", c.rl.resume,
+            absl::StrCat("a whole checkpoint (", s.message(), ")")}
+            .ToStatus();
+      }
+    }
+    p.checkpoint = c.rl.resume;
+    return p;
+  }
+  absl::StatusOr<CheckpointInfo> newest = store.NewestValid(&p.skipped);
+  const uint64_t floor = newest.ok() ? newest->version : 0;
+  p.rejected = store.InvalidNewerThan(newest.ok() ? floor : 0);
+  for (const CheckpointInfo& r : p.rejected) {
+    p.published = std::max(p.published, r.version);
+  }
+  if (newest.ok()) {
+    p.checkpoint = newest->path;
+    p.checkpoint_version = newest->version;
+  }
+  return p;
+}
+
+Config ConfigForResume(const Config& c, const ResumePlan& p) {
+  Config out = c;
+  if (!p.checkpoint.empty()) out.rl.init_checkpoint = p.checkpoint;
+  return out;
+}
+
+void ApplyResumePlan(const ResumePlan& p, const std::string& checkpoint_dir,
+                     EngineParts* parts, LearnerRoleOptions* learner) {
+  for (const std::string& why : p.skipped) {
+    spdlog::warn("learner: checkpoint skipped: {}", why);
+  }
+  const uint64_t loaded = parts->version;
+  learner->resume_version = loaded;
+  learner->reject = p.rejected;
+  learner->clear_checkpoints = p.clear;
+  if (p.published > loaded) {
+    // Versions loaded+1 .. published existed and are lost: the learner
+    // starts above them and drops segments tagged with them.
+    parts->version = p.published + 1;
+    learner->core.lost_versions_after = loaded;
+    learner->core.lost_versions_before = parts->version;
+  }
+  if (!p.checkpoint.empty()) {
+    spdlog::info(
+        "learner: resuming from {} (version {}); the run had published up "
+        "to version {}, so it goes on at version {}",
+        p.checkpoint, loaded, p.published, parts->version);
+  } else if (p.clear) {
+    spdlog::info(
+        "learner: rl.resume=never: a fresh start; checkpoints in {} are "
+        "removed",
+        checkpoint_dir);
+  } else {
+    spdlog::info(
+        "learner: no complete checkpoint in {}: a fresh start at "
+        "version {}",
+        checkpoint_dir, parts->version);
+  }
+}
+
+}  // namespace rlvla3

@@ -1,0 +1,65 @@
+// File: services/options/resume_plan.h
+// -----------------------------------------------------------------------------
+// Where a learner starts: `rl.resume` resolved against the run folder's
+// checkpoints, once, before the policy is built.
+//
+//   auto   the newest checkpoint that verifies (CheckpointStore); newer ones
+//          that do not are set aside as rejected-version_V, each named in a
+//          warning; with none, a fresh start, said so
+//   never  a fresh start; the folder's checkpoints are removed
+//   PATH   that checkpoint folder (verified when it has a MANIFEST)
+//
+// Versions never go backwards: the learner starts numbering above the
+// highest version the run ever published (the store's high-water mark), so
+// inference servers that hold newer weights than the checkpoint take the
+// resumed ones at once, and segments tagged with a version in between (the
+// lost versions) are dropped and counted by the learner.
+//
+// Example:
+//   absl::StatusOr<ResumePlan> p = PlanResume(config, run_dir +
+//   "/checkpoints"); Config learner_config = ConfigForResume(config, *p);  //
+//   init_checkpoint
+//   ... EngineParts parts = BuildEngineParts(learner_config) ...
+//   ApplyResumePlan(*p, &parts, &learner_options);
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_OPTIONS_RESUME_PLAN_H_
+#define RLVLA3_SERVICES_OPTIONS_RESUME_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/checkpoint_store.h"
+#include "runtime/config.h"
+#include "services/engine/local_engine.h"
+#include "services/learner/learner.h"
+
+namespace rlvla3 {
+
+struct ResumePlan {
+  std::string checkpoint;  // the folder resumed from; "" for a fresh start
+  uint64_t checkpoint_version = 0;
+  uint64_t published = 0;  // the highest version the run ever published
+  bool clear = false;      // never: the folder's checkpoints go
+  std::vector<CheckpointInfo> rejected;  // newer ones that failed Verify
+  std::vector<std::string> skipped;      // why each was skipped
+};
+
+// Reads the folder (changes nothing). A bad rl.resume PATH is a config error.
+absl::StatusOr<ResumePlan> PlanResume(const Config& c,
+                                      const std::string& checkpoint_dir);
+
+// The config the learner's policy is built from: rl.init_checkpoint is the
+// resumed checkpoint.
+Config ConfigForResume(const Config& c, const ResumePlan& p);
+
+// After the policy is built: the version it starts at (above every version
+// published), what the learner restores and drops, what it tidies. Logs the
+// decision.
+void ApplyResumePlan(const ResumePlan& p, const std::string& checkpoint_dir,
+                     EngineParts* parts, LearnerRoleOptions* learner);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_OPTIONS_RESUME_PLAN_H_
