@@ -35,7 +35,7 @@ for mode in sync async; do
     echo "== $name: $STEPS optimizer steps"
     "$BIN" train --config "$CONFIG" --mode "$mode" \
       --init-checkpoint "$OUT/sft/checkpoint" --set run.out_dir="$OUT" \
-      --set run.name="$name" --set run.seed="$seed" \
+      --set run.name="$name" --set run.seed="$seed" --set rl.resume=never \
       --set rl.max_steps="$STEPS" --set rl.duration_s=100000 \
       --set metrics.progress=off > "$OUT/$name.log" 2>&1
     grep -E "run: |success by start version" "$OUT/$name/summary.txt"

@@ -26,7 +26,8 @@ $BIN sft --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
   --set run.name=sft --set threads.torch_intra_op="$(nproc)" | tee "$OUT/sft.txt"
 echo "== 3/3 RL post-training (rl-vla3 train) from the SFT checkpoint"
 $BIN train --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
-  --set run.name=train --init-checkpoint "$OUT/sft/checkpoint" "$@" \
+  --set run.name=train --set rl.resume=never \
+  --init-checkpoint "$OUT/sft/checkpoint" "$@" \
   | tee "$OUT/train.txt"
 
 # Greedy success before and after RL on the same held-out initial states

@@ -264,7 +264,7 @@ absl::Status Learner::Loop() {
       if (absl::Status s = checkpoints_->AfterStep(); !s.ok()) return s;
       // rl.max_steps counts the run's steps, a resumed learner's included.
       if (options_.max_steps > 0 &&
-          static_cast<int64_t>(m_->steps->value()) + steps_before_ >=
+          static_cast<int64_t>(m_->steps->value()) + steps_before_.load() >=
               options_.max_steps) {
         done_.store(true, std::memory_order_relaxed);
       }

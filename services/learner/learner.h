@@ -94,6 +94,8 @@ class Learner {
   bool done() const { return done_.load(std::memory_order_relaxed); }
 
   uint64_t version() const;
+  // Optimizer steps a resumed learner restored (0 for a fresh one).
+  int64_t steps_restored() const { return steps_before_.load(); }
   // Trained samples per policy lag (index = lag), as of the last step.
   std::vector<int64_t> LagHistogram() const;
   // The trained policy: only while the learner thread is not running.
@@ -120,7 +122,7 @@ class Learner {
   mutable std::mutex mu_;
   std::vector<int64_t> lag_hist_ ABSL_GUARDED_BY(mu_);
   int64_t last_step_ns_ = 0;
-  int64_t steps_before_ = 0;  // optimizer steps restored from a checkpoint
+  std::atomic<int64_t> steps_before_{0};  // steps restored (checkpoint)
 
   struct Metrics;
   std::unique_ptr<Metrics> m_;

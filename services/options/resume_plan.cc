@@ -66,10 +66,13 @@ void ApplyResumePlan(const ResumePlan& p, const std::string& checkpoint_dir,
   learner->resume_version = loaded;
   learner->reject = p.rejected;
   learner->clear_checkpoints = p.clear;
-  if (p.published > loaded) {
-    // Versions loaded+1 .. published existed and are lost: the learner
-    // starts above them and drops segments tagged with them.
-    parts->version = p.published + 1;
+  if (!p.checkpoint.empty() || p.published > 0) {
+    // A new version number, above every one published: the inference
+    // servers take the resumed weights at once, and every env's admission
+    // quota starts afresh (segments in flight when the learner died are
+    // lost). Versions loaded+1 .. published are lost: segments tagged with
+    // them are dropped.
+    parts->version = std::max(p.published, loaded) + 1;
     learner->core.lost_versions_after = loaded;
     learner->core.lost_versions_before = parts->version;
   }

@@ -9,11 +9,11 @@
 //   never  a fresh start; the folder's checkpoints are removed
 //   PATH   that checkpoint folder (verified when it has a MANIFEST)
 //
-// Versions never go backwards: the learner starts numbering above the
-// highest version the run ever published (the store's high-water mark), so
-// inference servers that hold newer weights than the checkpoint take the
-// resumed ones at once, and segments tagged with a version in between (the
-// lost versions) are dropped and counted by the learner.
+// Versions never go backwards: a resumed learner publishes its weights as a
+// new version above the highest the run ever published (the store's
+// high-water mark), so inference servers take the resumed weights at once,
+// every env's admission quota starts afresh, and segments tagged with a
+// version in between (the lost versions) are dropped and counted.
 //
 // Example:
 //   absl::StatusOr<ResumePlan> p = PlanResume(config, run_dir +

@@ -77,6 +77,12 @@ std::string ProgressLine(double t, const std::vector<Member>& members,
   int healthy = 0;
   std::vector<std::string> silent;
   for (const Member& m : members) {
+    if (m.role == Role::kLearner && m.index == 0) {
+      // The last version heard, also while the learner restarts: versions
+      // shown never go backwards.
+      version = m.status.policy_version();
+      steps = m.status.optimizer_steps();
+    }
     const double quiet =
         std::chrono::duration<double>(Clock::now() - m.last_heard).count();
     if (quiet > role_timeout_s || m.waiting_restart) {
@@ -86,10 +92,6 @@ std::string ProgressLine(double t, const std::vector<Member>& members,
     ++healthy;
     switch (m.role) {
       case Role::kLearner:  // rank 0 publishes; every rank trains
-        if (m.index == 0) {
-          version = m.status.policy_version();
-          steps = m.status.optimizer_steps();
-        }
         samples += m.status.trained_samples_per_s();
         break;
       case Role::kInference:
@@ -237,31 +239,28 @@ void RestartWhenDue(Member& m) {
   }
 }
 
+// The restart delay after `restarts` earlier ones: 1, 2, 4 ... 30 s.
+int BackoffS(int restarts) { return std::min(30, 1 << std::min(restarts, 5)); }
+
 // One look at a member: restarts an inference or rollout process that
-// exited (backing off 1, 2, 4 ... 30 s), polls a live one's status. False
-// when the member is a learner rank that is gone: the run stops.
+// exited (backing off 1, 2, 4 ... 30 s), polls a live one's status. A
+// learner rank that exited is reported (true); the caller restarts the
+// whole group.
 bool Supervise(Member& m, const NetOptions& net) {
   if (m.waiting_restart) {
-    RestartWhenDue(m);
-    return true;
+    if (m.role != Role::kLearner) RestartWhenDue(m);
+    return false;
   }
   if (m.process->Poll()) {
-    if (m.role == Role::kLearner) {
-      std::fprintf(stderr,
-                   "up: the %s is gone (%s); stopping the run (it "
-                   "resumes from its last checkpoint). See %s\n",
-                   m.label().c_str(), m.process->HowItEnded().c_str(),
-                   m.process->log_path().c_str());
-      return false;
-    }
-    const int delay = std::min(30, 1 << std::min(m.restarts, 5));
+    if (m.role == Role::kLearner) return true;
+    const int delay = BackoffS(m.restarts);
     ++m.restarts;
     std::fprintf(stderr, "up: %s exited (%s); restart #%d in %d s\n",
                  m.label().c_str(), m.process->HowItEnded().c_str(), m.restarts,
                  delay);
     m.waiting_restart = true;
     m.restart_at = Clock::now() + std::chrono::seconds(delay);
-    return true;
+    return false;
   }
   NetOptions quick = net;
   quick.call_timeout = absl::Milliseconds(500);
@@ -271,11 +270,45 @@ bool Supervise(Member& m, const NetOptions& net) {
     m.status = *std::move(st);
     m.last_heard = Clock::now();
   }
-  return true;
+  return false;
 }
 
-// One progress line per interval until stopped, the duration is over or a
-// learner rank is gone (then kExitFailure).
+// A learner rank is gone: the data-parallel group cannot go on without it,
+// so every rank stops and the group starts again after the backoff; the
+// restarted learner resumes from its newest checkpoint (rl.resume) while the
+// inference servers and rollout workers wait and reconnect.
+void ScheduleLearnerRestart(std::vector<Member>& members, const Member& gone,
+                            const UpLocalOptions& o) {
+  const std::string how = gone.process->HowItEnded();
+  const std::string label = gone.label(), log = gone.process->log_path();
+  int restarts = 0;
+  for (Member& m : members) {
+    if (m.role != Role::kLearner) continue;
+    if (!m.process->Poll()) m.process->Stop(absl::Seconds(10));
+    restarts = std::max(restarts, m.restarts);
+  }
+  const int delay = BackoffS(restarts);
+  for (Member& m : members) {
+    if (m.role != Role::kLearner) continue;
+    m.restarts = restarts + 1;
+    m.waiting_restart = true;
+    m.restart_at = Clock::now() + std::chrono::seconds(delay);
+  }
+  std::fprintf(stderr,
+               "up: the %s is gone (%s); restart #%d of the learner's %zu "
+               "rank(s) in %d s, resuming from its newest checkpoint. See %s\n",
+               label.c_str(), how.c_str(), restarts + 1,
+               o.layout.learner_ranks.size(), delay, log.c_str());
+}
+
+// Starts every rank of the learner group once its restart is due.
+void RestartLearnerWhenDue(std::vector<Member>& members) {
+  for (Member& m : members) {
+    if (m.role == Role::kLearner && m.waiting_restart) RestartWhenDue(m);
+  }
+}
+
+// One progress line per interval until stopped or the duration is over.
 int SuperviseUntilStopped(std::vector<Member>& members,
                           const UpLocalOptions& o) {
   const auto t0 = Clock::now();
@@ -288,9 +321,12 @@ int SuperviseUntilStopped(std::vector<Member>& members,
     }
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     if (o.duration_s > 0 && t >= o.duration_s) break;
+    const Member* gone = nullptr;
     for (Member& m : members) {
-      if (!Supervise(m, o.net)) return kExitFailure;
+      if (Supervise(m, o.net) && gone == nullptr) gone = &m;
     }
+    if (gone != nullptr) ScheduleLearnerRestart(members, *gone, o);
+    RestartLearnerWhenDue(members);
     std::printf("%s\n", ProgressLine(t, members, o.role_timeout_s).c_str());
     std::fflush(stdout);
   }

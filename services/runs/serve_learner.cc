@@ -92,7 +92,7 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
     st->set_trained_samples(trained.value());
     st->set_dropped_samples(dropped.value());
     st->set_discarded_segments(expired.value());
-    st->set_optimizer_steps(steps.value());
+    st->set_optimizer_steps(steps.value() + learner.steps_restored());
     st->set_trained_samples_per_s(rate.per_s());
   });
   RosterService roster(s.net, absl::Seconds(c.cluster.role_timeout_s));

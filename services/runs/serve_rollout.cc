@@ -152,7 +152,8 @@ absl::StatusOr<RolloutWorkerOptions> WorkerOptions(const ServeFlags& f,
 
 // Segments to the learner ranks, routed by global env id.
 SegmentClientOptions SegmentOptions(const ServeFlags& f, const RoleSetup& s,
-                                    int offset, int envs) {
+                                    int offset, int envs,
+                                    double role_timeout_s) {
   SegmentClientOptions sc;
   sc.targets = f.learner_ranks;
   // GRPO: a group's episodes must meet on one learner rank.
@@ -161,6 +162,8 @@ SegmentClientOptions SegmentOptions(const ServeFlags& f, const RoleSetup& s,
   sc.shape = s.options.segment_shape;
   sc.pool = 2 * envs + 4;
   sc.in_flight = 4;
+  // As long as the observation streams wait for a lost inference server.
+  sc.reconnect_timeout = absl::Seconds(6 * role_timeout_s);
   return sc;
 }
 
@@ -186,7 +189,8 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     return FailRole("rollout", st);
   }
   absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> seg =
-      GrpcSegmentChannel::Create(SegmentOptions(f, s, offset, envs), s.net);
+      GrpcSegmentChannel::Create(
+          SegmentOptions(f, s, offset, envs, c.cluster.role_timeout_s), s.net);
   if (!seg.ok()) return FailRole("rollout", seg.status());
   absl::StatusOr<std::unique_ptr<RolloutWorker>> worker =
       RolloutWorker::Create(ro, obs->get(), seg->get(), &metrics, &timeline);

@@ -4,8 +4,10 @@
 // SERVING; `down --local` stops the run with exit code 0. With
 // cluster.learner_ranks 2 the learner is a data-parallel group of two
 // processes (c10d Gloo) that trains and checkpoints its sharded optimizer
-// state; kill -9 of a rank ends the run with a clear message, and the run
-// resumes from the checkpoint (here on one rank) with versions going on.
+// state; kill -9 of a rank makes `up` restart the whole group, which resumes
+// from its newest checkpoint with versions going on above every version
+// published, while the rollout workers and the inference server reconnect
+// without a restart; a later `up` of the same run on one rank resumes too.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -64,6 +66,7 @@ std::vector<std::string> DataParallelConfig(const testutil::TestDir& dir,
           "--set",    "env.num_envs=2",
           "--set",    "rl.rollouts_per_step=1",
           "--set",    "rl.checkpoint_every=2",
+          "--set",    "rl.keep_checkpoints=0",
           "--set",    "cluster.rollout_workers=2",
           "--set",    "cluster.learner_ranks=2",
           "--set",    "cluster.collective_timeout_s=20",
@@ -91,52 +94,63 @@ void ExpectRanksTrainTogether(const std::string& rank0,
   EXPECT_TRUE(std::ifstream(ck + "/optimizer/shard-1-of-2.pt").good());
 }
 
-// kill -9 of learner rank 1: the group cannot go on; `up` stops the run with
-// a clear message (exit 1) instead of hanging.
-void KillRank1AndExpectTheRunToStop(RoleProcess& up) {
+uint64_t LearnerVersion(const std::string& target) {
+  return LearnerStatus(target).policy_version();
+}
+
+// Polls until the learner at `target` publishes a version above `v`.
+bool WaitForVersionAbove(const std::string& target, uint64_t v, int seconds) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (LearnerVersion(target) > v) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  return false;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+// kill -9 of learner rank 1: `up` stops rank 0 too and restarts both; they
+// resume from the newest checkpoint and number above `published`; the
+// rollout workers are not restarted (their streams reconnect).
+void KillRank1AndExpectTheGroupToResume(RoleProcess& up,
+                                        const std::string& rank0,
+                                        const testutil::TestDir& dir) {
   std::smatch m;
   const std::string out = up.Stdout();
   ASSERT_TRUE(std::regex_search(
       out, m, std::regex("learner rank 1 serving on [^ ]+ \\(pid ([0-9]+)")))
       << out;
+  const uint64_t published = LearnerVersion(rank0);
   ASSERT_EQ(kill(std::stoi(m[1]), SIGKILL), 0);
-  EXPECT_EQ(up.Wait(), 1) << up.Log();
-  EXPECT_NE(up.Log().find("learner rank 1 is gone"), std::string::npos)
+  ASSERT_TRUE(up.WaitFor("learner rank 1 restarted", 90))
+      << up.Stdout() << up.Log();
+  EXPECT_NE(up.Log().find("learner rank 1 is gone (signal 9"),
+            std::string::npos)
       << up.Log();
+  ASSERT_TRUE(WaitForVersionAbove(rank0, published + 1, 120))
+      << up.Stdout() << ReadFile(dir.path() + "/dp/logs/learner.log");
+  const std::string log = ReadFile(dir.path() + "/dp/logs/learner.log");
+  EXPECT_NE(log.find("learner: resuming from"), std::string::npos) << log;
+  EXPECT_NE(log.find("training state restored from"), std::string::npos);
+  EXPECT_EQ(up.Log().find("rollout 0 exited"), std::string::npos) << up.Log();
+  EXPECT_EQ(up.Log().find("rollout 1 exited"), std::string::npos) << up.Log();
+  EXPECT_TRUE(up.running());
 }
 
-// `up_args` resuming the run from checkpoint `ck` on one learner rank, as the
-// run "resumed", for 60 s.
-std::vector<std::string> ResumeArgs(std::vector<std::string> up_args,
-                                    const std::string& ck) {
+// `up_args` with one learner rank, for 60 s: the same run folder, so the
+// learner resumes from the group's checkpoint (two optimizer shards).
+std::vector<std::string> OneRankArgs(std::vector<std::string> up_args) {
   for (auto& a : up_args) {
     if (a == "cluster.learner_ranks=2") a = "cluster.learner_ranks=1";
-    if (a == "run.name=dp") a = "run.name=resumed";
   }
-  up_args.insert(up_args.end(),
-                 {"--set", "rl.init_checkpoint=" + ck, "--duration", "60"});
+  up_args.insert(up_args.end(), {"--duration", "60"});
   return up_args;
-}
-
-// The resumed learner at `rank0` restored the optimizer shards and goes on
-// from version 2.
-void ExpectResumedFromVersion2(const std::string& rank0,
-                               const testutil::TestDir& dir) {
-  const v1::RoleStatus first = LearnerStatus(rank0);
-  EXPECT_GE(first.policy_version(), 2u);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(90);
-  while (LearnerStatus(rank0).policy_version() < 3 &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  EXPECT_GE(LearnerStatus(rank0).policy_version(), 3u);
-  EXPECT_GE(LearnerSteps(rank0), 1u);
-  std::ifstream log(dir.path() + "/resumed/logs/learner.log");
-  const std::string text((std::istreambuf_iterator<char>(log)),
-                         std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("training state restored from"), std::string::npos)
-      << text;
 }
 
 TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
@@ -199,7 +213,7 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
   EXPECT_EQ(up.Wait(), 0) << up.Log();
 }
 
-TEST(UpLocal, TwoLearnerRanksTrainAKilledRankStopsTheRunWhichResumes) {
+TEST(UpLocal, KilledLearnerRankRestartsTheGroupWhichResumesVersionsGoOn) {
   const testutil::TestDir dir;
   const int base = 24000 + static_cast<int>(getpid() % 500) * 8;  // as above
   const std::vector<std::string> config = DataParallelConfig(dir, base);
@@ -213,21 +227,23 @@ TEST(UpLocal, TwoLearnerRanksTrainAKilledRankStopsTheRunWhichResumes) {
   const std::string rank1 = "127.0.0.1:" + std::to_string(base + 4);
   const std::string ck = dir.path() + "/dp/checkpoints/version_2";
   ASSERT_NO_FATAL_FAILURE(ExpectRanksTrainTogether(rank0, rank1, ck, up));
-  ASSERT_NO_FATAL_FAILURE(KillRank1AndExpectTheRunToStop(up));
-
-  // Resumable from the last checkpoint, here on one rank: the optimizer
-  // shards of two ranks are restored and versions go on from 2.
-  RoleProcess again(RLVLA3_BINARY, ResumeArgs(up_args, ck), {},
-                    dir.File("again"));
-  ASSERT_TRUE(again.WaitFor("roles running", 180))
-      << again.Stdout() << again.Log();
-  ExpectResumedFromVersion2(rank0, dir);
+  ASSERT_NO_FATAL_FAILURE(KillRank1AndExpectTheGroupToResume(up, rank0, dir));
   std::vector<std::string> down_args = Command({"down", "--local"}, config);
-  for (auto& a : down_args) {
-    if (a == "run.name=dp") a = "run.name=resumed";
-  }
   RoleProcess down(RLVLA3_BINARY, down_args, {}, dir.File("down"));
   EXPECT_EQ(down.Wait(), 0) << down.Log();
+  EXPECT_EQ(up.Wait(), 0) << up.Log();
+
+  // The same run on one rank: it resumes from the group's newest
+  // checkpoint (both shards restored) above every version published.
+  const uint64_t published =
+      std::stoull(ReadFile(dir.path() + "/dp/checkpoints/published_version"));
+  RoleProcess again(RLVLA3_BINARY, OneRankArgs(up_args), {}, dir.File("again"));
+  ASSERT_TRUE(again.WaitFor("roles running", 180))
+      << again.Stdout() << again.Log();
+  EXPECT_GT(LearnerVersion(rank0), published);
+  EXPECT_TRUE(WaitForVersionAbove(rank0, published + 1, 90));
+  RoleProcess down2(RLVLA3_BINARY, down_args, {}, dir.File("down2"));
+  EXPECT_EQ(down2.Wait(), 0) << down2.Log();
   EXPECT_EQ(again.Wait(), 0) << again.Log();
 }
 
