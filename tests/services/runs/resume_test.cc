@@ -1,0 +1,170 @@
+// `rl-vla3 train` restarted in its run folder, as a user or a supervisor
+// restarts it (the toy env: seconds per run): it resumes from the newest
+// whole checkpoint (training state included) and numbers its versions above
+// every version published; torn or unmarked checkpoints are skipped, named
+// and set aside; rl.resume=never starts fresh; a bad rl.resume exits 2; a
+// checkpoint folder that cannot be written stops the run at start.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr together
+};
+
+Result Train(const testutil::TestDir& dir, const std::string& sets) {
+  const std::string cmd =
+      std::string(RLVLA3_BINARY) +
+      " train --config " RLVLA3_SOURCE_DIR
+      "/configs/toy_reach.yaml --set run.out_dir=" +
+      dir.path() +
+      " --set rl.duration_s=60 --set rl.checkpoint_every=5 "
+      "--set rl.keep_checkpoints=0 --set metrics.progress=off " +
+      sets + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  Result r{-1, ""};
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
+    r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Checkpoints(const testutil::TestDir& dir) {
+  return dir.path() + "/toy_reach/checkpoints";
+}
+
+uint64_t Published(const testutil::TestDir& dir) {
+  std::ifstream in(Checkpoints(dir) + "/published_version");
+  uint64_t v = 0;
+  in >> v;
+  return v;
+}
+
+// The versions of the complete checkpoints, newest first.
+std::vector<uint64_t> Versions(const testutil::TestDir& dir) {
+  std::vector<uint64_t> out;
+  for (const auto& e : fs::directory_iterator(Checkpoints(dir))) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("version_", 0) == 0)
+      out.push_back(std::stoull(name.substr(8)));
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+std::string Path(const testutil::TestDir& dir, uint64_t v) {
+  return Checkpoints(dir) + "/version_" + std::to_string(v);
+}
+
+// The first version the resumed learner published ("goes on at version V").
+uint64_t ResumedAt(const std::string& output) {
+  std::smatch m;
+  if (!std::regex_search(output, m, std::regex("goes on at version ([0-9]+)")))
+    return 0;
+  return std::stoull(m[1]);
+}
+
+TEST(Resume, TrainResumesFromTheNewestWholeCheckpointVersionsGoOn) {
+  const testutil::TestDir dir;
+  const Result first = Train(dir, "--set rl.max_steps=20");
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const uint64_t published = Published(dir);
+  ASSERT_GE(published, 20u);
+  // Every 5 versions, and one at the end.
+  const std::vector<uint64_t> versions = Versions(dir);
+  ASSERT_GE(versions.size(), 4u);
+  EXPECT_EQ(versions[0], published);
+
+  const Result again = Train(dir, "--set rl.max_steps=30");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("resuming from " + Path(dir, versions[0]) + " "),
+            std::string::npos)
+      << again.output;
+  // The optimizer's state, steps and learning rate came back with it.
+  EXPECT_NE(again.output.find("training state restored from"),
+            std::string::npos);
+  EXPECT_NE(again.output.find(std::to_string(versions[0]) + " steps taken"),
+            std::string::npos)
+      << again.output;
+  EXPECT_EQ(ResumedAt(again.output), published + 1) << again.output;
+  EXPECT_GT(Published(dir), published + 1);
+}
+
+TEST(Resume, TornAndUnmarkedCheckpointsAreSkippedNamedAndSetAside) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=20").exit_code, 0);
+  const std::vector<uint64_t> v = Versions(dir);
+  ASSERT_GE(v.size(), 3u);
+  // The newest: a truncated optimizer shard; the one before: no MANIFEST
+  // (as if killed before its completion mark).
+  fs::resize_file(Path(dir, v[0]) + "/optimizer/shard-0-of-1.pt", 64);
+  fs::remove(Path(dir, v[1]) + "/MANIFEST");
+
+  const Result again = Train(dir, "--set rl.max_steps=25");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find(Path(dir, v[0]) +
+                              "/optimizer/shard-0-of-1.pt: 64 bytes"),
+            std::string::npos)
+      << again.output;
+  EXPECT_NE(again.output.find(Path(dir, v[1]) + ": no MANIFEST"),
+            std::string::npos);
+  EXPECT_NE(again.output.find("resuming from " + Path(dir, v[2]) + " "),
+            std::string::npos);
+  const std::string ck = Checkpoints(dir);
+  EXPECT_TRUE(fs::exists(ck + "/rejected-version_" + std::to_string(v[0])));
+  EXPECT_TRUE(fs::exists(ck + "/rejected-version_" + std::to_string(v[1])));
+}
+
+TEST(Resume, NeverStartsFreshAndClearsTheFolder) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=10").exit_code, 0);
+  const Result fresh = Train(dir, "--set rl.max_steps=5 --set rl.resume=never");
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.output;
+  EXPECT_NE(fresh.output.find("rl.resume=never: a fresh start"),
+            std::string::npos)
+      << fresh.output;
+  // The earlier run's checkpoints are gone; this run's are numbered from 0.
+  const std::vector<uint64_t> v = Versions(dir);
+  ASSERT_FALSE(v.empty());
+  EXPECT_LE(v[0], 7u);
+  EXPECT_TRUE(fs::exists(Checkpoints(dir) + "/version_5/MANIFEST"));
+}
+
+TEST(Resume, BadResumePathExits2NamingTheKey) {
+  const testutil::TestDir dir;
+  const Result r = Train(dir, "--set rl.resume=" + dir.path() + "/nowhere");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("rl.resume"), std::string::npos) << r.output;
+}
+
+TEST(Resume, UnwritableCheckpointFolderStopsTheRunAtStart) {
+  const testutil::TestDir dir;
+  fs::create_directories(dir.path() + "/toy_reach");
+  std::ofstream(Checkpoints(dir)) << "a file where the folder goes\n";
+  const Result r = Train(dir, "--set rl.max_steps=5");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("checkpoints cannot be written"), std::string::npos)
+      << r.output;
+}
+
+}  // namespace
+}  // namespace rlvla3
