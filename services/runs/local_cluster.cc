@@ -37,6 +37,7 @@ struct Member {
   std::unique_ptr<ChildProcess> process;
   int restarts = 0;
   Clock::time_point restart_at{};
+  Clock::time_point started_at = Clock::now();
   bool waiting_restart = false;
   Clock::time_point last_heard = Clock::now();
   v1::RoleStatus status;
@@ -230,6 +231,7 @@ std::optional<int> StartInOrder(std::vector<Member>& members,
 void RestartWhenDue(Member& m) {
   if (Clock::now() < m.restart_at) return;
   m.waiting_restart = false;
+  m.started_at = Clock::now();
   if (absl::Status s = m.process->Start(); !s.ok()) {
     std::fprintf(stderr, "up: %s: %s\n", m.label().c_str(),
                  s.ToString().c_str());
@@ -242,6 +244,10 @@ void RestartWhenDue(Member& m) {
 // The restart delay after `restarts` earlier ones: 1, 2, 4 ... 30 s.
 int BackoffS(int restarts) { return std::min(30, 1 << std::min(restarts, 5)); }
 
+// A process that ran a minute before it exited starts its backoff again
+// (as the kubelet's restart backoff resets after a stable run).
+constexpr auto kStableRun = std::chrono::seconds(60);
+
 // One look at a member: restarts an inference or rollout process that
 // exited (backing off 1, 2, 4 ... 30 s), polls a live one's status. A
 // learner rank that exited is reported (true); the caller restarts the
@@ -253,6 +259,7 @@ bool Supervise(Member& m, const NetOptions& net) {
   }
   if (m.process->Poll()) {
     if (m.role == Role::kLearner) return true;
+    if (Clock::now() - m.started_at > kStableRun) m.restarts = 0;
     const int delay = BackoffS(m.restarts);
     ++m.restarts;
     std::fprintf(stderr, "up: %s exited (%s); restart #%d in %d s\n",
@@ -285,7 +292,9 @@ void ScheduleLearnerRestart(std::vector<Member>& members, const Member& gone,
   for (Member& m : members) {
     if (m.role != Role::kLearner) continue;
     if (!m.process->Poll()) m.process->Stop(absl::Seconds(10));
-    restarts = std::max(restarts, m.restarts);
+    if (Clock::now() - m.started_at <= kStableRun) {
+      restarts = std::max(restarts, m.restarts);
+    }
   }
   const int delay = BackoffS(restarts);
   for (Member& m : members) {
