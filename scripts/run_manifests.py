@@ -19,7 +19,11 @@ Then it checks, in order:
   2. the learner's version advances;
   3. a rollout container killed with SIGKILL and started again, as its restart
      policy would, rejoins (SERVING, its version catches up) and the learner's
-     version keeps advancing.
+     version keeps advancing;
+  4. once the learner has a checkpoint on the PVC folder, the learner
+     container killed with SIGKILL and started again resumes from it
+     (rl.resume auto): its first version is above every version it had
+     published, versions advance, and the rollouts (not restarted) hear them.
 Everything is removed at the end. Exit 0 when every check passed.
 
 Podman runs with runc, the cgroupfs manager and no default ulimits, as in
@@ -264,6 +268,50 @@ def check_job(podman, instances, token):
         raise RuntimeError(f"{victim.name} did not rejoin: version {rv}")
 
 
+def newest_checkpoint(pvc, deadline_s):
+    """The newest version_V folder with a MANIFEST under the PVC folder."""
+    end = time.time() + deadline_s
+    while time.time() < end:
+        found = []
+        for root, dirs, _ in os.walk(pvc):
+            for d in dirs:
+                if d.startswith("version_") and os.path.exists(
+                        os.path.join(root, d, "MANIFEST")):
+                    found.append(int(d[len("version_"):]))
+        if found:
+            return max(found)
+        time.sleep(2)
+    raise RuntimeError(f"no checkpoint under {pvc} within {deadline_s} s")
+
+
+def check_learner_restart(podman, instances, token, pvc):
+    learner = next(i for i in instances if i.component == "learner")
+    ck = newest_checkpoint(pvc, 200)  # rl.checkpoint_every_s: 120 by default
+    before = status(learner, token, "LearnerStub").policy_version
+    podman("kill", "--signal", "KILL", learner.name)
+    killed = time.time()
+    print(f"{learner.name}: SIGKILL at version {before} (newest checkpoint: "
+          f"version {ck})", flush=True)
+    podman("start", learner.name)  # the StatefulSet's restart
+    print(f"{learner.name}: started again -> "
+          f"{wait_serving(learner, podman)}", flush=True)
+    first = status(learner, token, "LearnerStub").policy_version
+    if first <= before:
+        raise RuntimeError(f"versions went backwards: {before} -> {first}")
+    after = wait_version_past(learner, token, first)
+    print(f"learner resumed at version {first} (> {before}), advancing: "
+          f"{after}, {time.time() - killed:.0f} s after the kill", flush=True)
+    for r in [i for i in instances if i.component == "rollout"]:
+        rv = 0
+        end = time.time() + 60
+        while time.time() < end and rv < first:
+            rv = status(r, token, "RolloutControlStub").policy_version
+            time.sleep(1)
+        print(f"{r.name} (not restarted) hears version {rv}", flush=True)
+        if rv < first:
+            raise RuntimeError(f"{r.name} did not rejoin: version {rv}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cluster",
@@ -296,6 +344,8 @@ def main():
         for i in instances:
             run_container(podman, image, i, hosts, vols)
         check_job(podman, instances, vols["token"])
+        pvc = next(v for k, v in vols.items() if k[0] == "pvc")
+        check_learner_restart(podman, instances, vols["token"], pvc)
         ok = True
     finally:
         if not ok:

@@ -171,6 +171,11 @@ absl::StatusOr<ProcessRun> RunProcessesOnce(const Config& config,
   m.run.mode = mode;
   m.run.out_dir = dir;
   m.run.name = "up";
+  // Every bench run starts fresh (no resume from the previous one) and
+  // writes no checkpoint while it is measured.
+  m.rl.resume = "never";
+  m.rl.checkpoint_every_s = 0;
+  m.rl.checkpoint_every = 0;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string config_path = dir + "/config.yaml";

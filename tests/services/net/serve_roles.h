@@ -46,9 +46,13 @@ inline std::unique_ptr<RoleProcess> Serve(
                                        dir.File(name));
 }
 
+// The learner's run folder (its checkpoints) is the test's own: a learner
+// resumes from the checkpoints it finds there (rl.resume auto).
 inline std::unique_ptr<RoleProcess> Learner(
     const TestDir& dir, const std::vector<std::string>& extra) {
-  return Serve(dir, "learner", {"learner", "--listen", "127.0.0.1:0"}, extra);
+  std::vector<std::string> own = {"--set", "run.out_dir=" + dir.File("runs")};
+  own.insert(own.end(), extra.begin(), extra.end());
+  return Serve(dir, "learner", {"learner", "--listen", "127.0.0.1:0"}, own);
 }
 
 inline std::unique_ptr<RoleProcess> Inference(

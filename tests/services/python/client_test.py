@@ -48,7 +48,9 @@ class PythonClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp()
-        cls.learner, cls.learner_addr = start("learner", [], cls.dir)
+        # The learner's run folder (its checkpoints) is the test's own.
+        cls.learner, cls.learner_addr = start(
+            "learner", ["--set", "run.out_dir=" + cls.dir], cls.dir)
         cls.inference, cls.inference_addr = start(
             "inference", ["--learner", cls.learner_addr], cls.dir)
 
