@@ -217,37 +217,26 @@ class IntervalRecorder {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
 
-// The engine from the config; with outputs, the learner writes checkpoints
-// (rl.checkpoint_every: weights and optimizer state) under the run folder.
+// The engine from the config; with outputs, the learner resumes from and
+// writes checkpoints (weights and optimizer state) under the run folder.
 absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(
     const Config& c, const std::string& run_dir, const RunOptions& options) {
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   // With outputs, the learner resumes from the run folder (rl.resume).
   const std::string checkpoints = run_dir + "/checkpoints";
-  ResumePlan plan;
-  if (options.write_outputs) {
-    absl::StatusOr<ResumePlan> p = PlanResume(c, checkpoints);
-    if (!p.ok()) return p.status();
-    plan = *std::move(p);
-  }
-  const Config resumed = ConfigForResume(c, plan);
+  absl::StatusOr<ResumePlan> plan =
+      options.write_outputs ? PlanResume(c, checkpoints) : ResumePlan{};
+  if (!plan.ok()) return plan.status();
+  const Config resumed = ConfigForResume(c, *plan);
   absl::StatusOr<EngineParts> parts = BuildEngineParts(resumed);
   if (!parts.ok()) return parts.status();
-  LearnerRoleOptions resume;
-  if (options.write_outputs) {
-    ApplyResumePlan(plan, checkpoints, &*parts, &resume);
-  }
   absl::StatusOr<LocalEngineOptions> engine_options =
       LocalEngineOptionsFromConfig(resumed, *parts);
   if (!engine_options.ok()) return engine_options.status();
   if (options.write_outputs) {
-    LearnerRoleOptions& l = engine_options->learner;
-    l.checkpoint_dir = checkpoints;
-    l.resume_version = resume.resume_version;
-    l.reject = resume.reject;
-    l.clear_checkpoints = resume.clear_checkpoints;
-    l.core.lost_versions_after = resume.core.lost_versions_after;
-    l.core.lost_versions_before = resume.core.lost_versions_before;
+    engine_options->learner.checkpoint_dir = checkpoints;
+    ApplyResumePlan(*plan, checkpoints, &*parts, &engine_options->learner);
+    engine_options->rollout.base_version = parts->version;
   }
   return LocalEngine::Create(*engine_options, *parts);
 }
