@@ -7,11 +7,12 @@
 // at base_port+servers+workers+r, the ranks' rendezvous after them).
 //   up      starts the learner, then the inference servers, then the rollout
 //           workers, each once the previous ones answer health checks;
-//           prints one combined progress line per interval; restarts an
-//           inference server or rollout worker that exits, with backoff
-//           (1 s doubling to 30 s); stops the run with a clear message only
-//           when the learner is gone; on Ctrl-C / SIGTERM / `down` stops
-//           rollout, inference, learner in that order.
+//           prints one combined progress line per interval; restarts a
+//           role that exits, with backoff (1 s doubling to 30 s, reset
+//           after a minute of stable running): a learner rank that exits
+//           takes its whole group down and up again, and it resumes from
+//           its newest checkpoint (rl.resume); on Ctrl-C / SIGTERM / `down`
+//           stops rollout, inference, learner in that order.
 //   down    signals the `up` of the run (its pid is in RUN_DIR/up.pid).
 //   status  health, version and throughput of every role; exit 1 unless all
 //           are SERVING.
