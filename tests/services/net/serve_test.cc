@@ -48,11 +48,11 @@ class ServeTest : public ::testing::Test {
       return a;
     };
     // The learner's run folder (its checkpoints) is the test's own.
-    learner_ = new RoleProcess(
-        RLVLA3_BINARY,
-        args({"serve", "learner", "--listen", "127.0.0.1:0", "--set",
-              "run.out_dir=" + dir_->File("runs")}),
-        env, dir_->File("learner"));
+    learner_ =
+        new RoleProcess(RLVLA3_BINARY,
+                        args({"serve", "learner", "--listen", "127.0.0.1:0",
+                              "--set", "run.out_dir=" + dir_->File("runs")}),
+                        env, dir_->File("learner"));
     ASSERT_TRUE(learner_->WaitReady(120)) << learner_->Log();
     inference_ =
         new RoleProcess(RLVLA3_BINARY,
