@@ -58,6 +58,14 @@ std::vector<CheckpointInfo> FoldersNamed(const std::string& dir,
   return out;
 }
 
+std::vector<CheckpointInfo> NewestFirst(std::vector<CheckpointInfo> all) {
+  std::sort(all.begin(), all.end(),
+            [](const CheckpointInfo& a, const CheckpointInfo& b) {
+              return a.version > b.version;
+            });
+  return all;
+}
+
 // The files under ROOT (recursively), as paths relative to it, sorted.
 std::vector<std::string> FilesUnder(const std::string& root,
                                     std::error_code& ec) {
@@ -245,37 +253,20 @@ std::vector<CheckpointInfo> CheckpointStore::List() const {
     std::error_code ec;
     if (fs::exists(c.path + "/" + kManifest, ec)) all.push_back(std::move(c));
   }
-  std::sort(all.begin(), all.end(),
-            [](const CheckpointInfo& a, const CheckpointInfo& b) {
-              return a.version > b.version;
-            });
-  return all;
+  return NewestFirst(std::move(all));
 }
 
 absl::StatusOr<CheckpointInfo> CheckpointStore::NewestValid(
-    std::vector<std::string>* skipped) const {
+    std::vector<SkippedCheckpoint>* skipped) const {
   // Folders without a MANIFEST are skipped too (renamed by hand, or a
   // writer that never marked them).
-  std::vector<CheckpointInfo> all = FoldersNamed(dir_, kComplete);
-  std::sort(all.begin(), all.end(),
-            [](const CheckpointInfo& a, const CheckpointInfo& b) {
-              return a.version > b.version;
-            });
+  std::vector<CheckpointInfo> all = NewestFirst(FoldersNamed(dir_, kComplete));
   for (const CheckpointInfo& c : all) {
     const absl::Status s = Verify(c.path);
     if (s.ok()) return c;
-    if (skipped != nullptr) skipped->push_back(std::string(s.message()));
+    if (skipped != nullptr) skipped->push_back({c, std::string(s.message())});
   }
   return absl::NotFoundError(absl::StrCat(dir_, ": no complete checkpoint"));
-}
-
-std::vector<CheckpointInfo> CheckpointStore::InvalidNewerThan(
-    uint64_t version) const {
-  std::vector<CheckpointInfo> out;
-  for (const CheckpointInfo& c : FoldersNamed(dir_, kComplete)) {
-    if (c.version > version && !Verify(c.path).ok()) out.push_back(c);
-  }
-  return out;
 }
 
 absl::Status CheckpointStore::RecordPublished(uint64_t version) const {

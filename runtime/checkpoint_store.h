@@ -42,6 +42,12 @@ struct CheckpointInfo {
   uint64_t version = 0;
 };
 
+// A checkpoint that failed Verify, and why ("FILE: reason").
+struct SkippedCheckpoint {
+  CheckpointInfo checkpoint;
+  std::string reason;
+};
+
 class CheckpointStore {
  public:
   explicit CheckpointStore(std::string dir) : dir_(std::move(dir)) {}
@@ -71,13 +77,11 @@ class CheckpointStore {
 
   // Complete checkpoints (MANIFEST present, not verified), newest first.
   std::vector<CheckpointInfo> List() const;
-  // The newest checkpoint that verifies; each one skipped on the way is
-  // appended to `skipped` ("PATH: reason"). NotFound when none verifies.
+  // The newest checkpoint that verifies; each newer version_V folder that
+  // does not (MANIFEST or not) is appended to `skipped`. NotFound when none
+  // verifies (then every folder was skipped).
   absl::StatusOr<CheckpointInfo> NewestValid(
-      std::vector<std::string>* skipped) const;
-  // Every version_V folder that fails Verify (the newest valid one's newer
-  // siblings, to be rejected).
-  std::vector<CheckpointInfo> InvalidNewerThan(uint64_t version) const;
+      std::vector<SkippedCheckpoint>* skipped) const;
 
   // The highest published version: written (atomically) at each publish.
   absl::Status RecordPublished(uint64_t version) const;

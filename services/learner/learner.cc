@@ -117,14 +117,8 @@ Learner::Learner(std::shared_ptr<TrainablePolicy> policy,
                                         options.text_len, options.core, version,
                                         options.reducer);
   publishes_ = options.reducer == nullptr || options.reducer->rank() == 0;
-  CheckpointOptions ck;
-  ck.dir = options.checkpoint_dir;
-  ck.every_versions = options.checkpoint_every;
-  ck.every_s = options.checkpoint_every_s;
-  ck.keep = options.keep_checkpoints;
-  ck.tokenizer = options.tokenizer;
-  checkpoints_ = std::make_unique<LearnerCheckpoints>(ck, core_.get(),
-                                                      options.reducer, metrics);
+  checkpoints_ = std::make_unique<LearnerCheckpoints>(
+      options.checkpoints, core_.get(), options.reducer, metrics);
   version_.store(version);
   if (publishes_) weights_->Publish(core_->MakeSnapshot(), version);
 }

@@ -50,15 +50,9 @@ struct LearnerRoleOptions {
   // Data-parallel: this process is one rank (not owned; null: alone). Only
   // rank 0 publishes weights; the ranks join before the first step.
   GradientReducer* reducer = nullptr;
-  // Every `checkpoint_every` versions or `checkpoint_every_s` seconds:
-  // DIR/version_V (weights from rank 0 with `tokenizer`, each rank its
-  // optimizer shard; learner_checkpoints.h), the newest `keep_checkpoints`
-  // kept; one more at the end. No DIR: none.
-  std::string checkpoint_dir;
-  int64_t checkpoint_every = 0;
-  double checkpoint_every_s = 0;
-  int keep_checkpoints = 3;
-  TextTokenizer tokenizer;
+  // When and where the learner checkpoints (learner_checkpoints.h); no
+  // folder: none.
+  CheckpointOptions checkpoints;
   // A checkpoint to resume the training state from (its weights, of
   // `resume_version`, are the policy's already): optimizer moments,
   // learning rate, step count, the shuffle's state.

@@ -86,10 +86,6 @@ absl::Status LearnerCheckpoints::Final() {
   if (!enabled() || core_->version() == last_version_) {
     return absl::OkStatus();
   }
-  if (options_.every_versions == 0 && options_.every_s == 0 &&
-      core_->steps_taken() == 0) {
-    return absl::OkStatus();
-  }
   return Write();
 }
 

@@ -236,10 +236,10 @@ LearnerRoleOptions LearnerRoleOptionsOf(const Config& c, const EngineSizes& z,
   l.max_steps = c.rl.max_steps;
   // Checkpoints (their folder is the caller's: the run folder) and what a
   // resumed run restores besides the weights.
-  l.checkpoint_every = c.rl.checkpoint_every;
-  l.checkpoint_every_s = c.rl.checkpoint_every_s;
-  l.keep_checkpoints = static_cast<int>(c.rl.keep_checkpoints);
-  l.tokenizer = parts.tokenizer;
+  l.checkpoints.every_versions = c.rl.checkpoint_every;
+  l.checkpoints.every_s = c.rl.checkpoint_every_s;
+  l.checkpoints.keep = static_cast<int>(c.rl.keep_checkpoints);
+  l.checkpoints.tokenizer = parts.tokenizer;
   if (!c.rl.init_checkpoint.empty() &&
       std::filesystem::exists(c.rl.init_checkpoint + "/optimizer")) {
     l.resume_from = c.rl.init_checkpoint;

@@ -38,11 +38,9 @@ absl::StatusOr<ResumePlan> PlanResume(const Config& c,
     p.checkpoint = c.rl.resume;
     return p;
   }
-  absl::StatusOr<CheckpointInfo> newest = store.NewestValid(&p.skipped);
-  const uint64_t floor = newest.ok() ? newest->version : 0;
-  p.rejected = store.InvalidNewerThan(newest.ok() ? floor : 0);
-  for (const CheckpointInfo& r : p.rejected) {
-    p.published = std::max(p.published, r.version);
+  absl::StatusOr<CheckpointInfo> newest = store.NewestValid(&p.rejected);
+  for (const SkippedCheckpoint& r : p.rejected) {
+    p.published = std::max(p.published, r.checkpoint.version);
   }
   if (newest.ok()) {
     p.checkpoint = newest->path;
@@ -59,12 +57,11 @@ Config ConfigForResume(const Config& c, const ResumePlan& p) {
 
 void ApplyResumePlan(const ResumePlan& p, const std::string& checkpoint_dir,
                      EngineParts* parts, LearnerRoleOptions* learner) {
-  for (const std::string& why : p.skipped) {
-    spdlog::warn("learner: checkpoint skipped: {}", why);
-  }
   const uint64_t loaded = parts->version;
-  learner->resume_version = loaded;
-  learner->reject = p.rejected;
+  for (const SkippedCheckpoint& r : p.rejected) {
+    spdlog::warn("learner: checkpoint skipped: {}", r.reason);
+    learner->reject.push_back(r.checkpoint);
+  }
   learner->clear_checkpoints = p.clear;
   if (!p.checkpoint.empty() || p.published > 0) {
     // A new version number, above every one published: the inference

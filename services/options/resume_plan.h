@@ -42,8 +42,7 @@ struct ResumePlan {
   uint64_t checkpoint_version = 0;
   uint64_t published = 0;  // the highest version the run ever published
   bool clear = false;      // never: the folder's checkpoints go
-  std::vector<CheckpointInfo> rejected;  // newer ones that failed Verify
-  std::vector<std::string> skipped;      // why each was skipped
+  std::vector<SkippedCheckpoint> rejected;  // newer ones that failed Verify
 };
 
 // Reads the folder (changes nothing). A bad rl.resume PATH is a config error.

@@ -95,7 +95,7 @@ absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
   lo.core.publish_device = lo.core.device;
   lo.whole_batch = s.options.sync;  // sync: train once the batch is complete
   lo.reducer = reducer;
-  lo.checkpoint_dir = s.checkpoint_dir;
+  lo.checkpoints.dir = s.checkpoint_dir;
   return lo;
 }
 

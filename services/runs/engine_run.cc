@@ -234,7 +234,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(
       LocalEngineOptionsFromConfig(resumed, *parts);
   if (!engine_options.ok()) return engine_options.status();
   if (options.write_outputs) {
-    engine_options->learner.checkpoint_dir = checkpoints;
+    engine_options->learner.checkpoints.dir = checkpoints;
     ApplyResumePlan(*plan, checkpoints, &*parts, &engine_options->learner);
     engine_options->rollout.base_version = parts->version;
   }

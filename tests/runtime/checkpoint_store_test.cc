@@ -68,7 +68,7 @@ TEST(CheckpointStore, PartialFoldersAreNeverListed) {
   absl::StatusOr<std::string> half = store.BeginWrite(8);
   ASSERT_TRUE(half.ok());
   WriteBytes(*half + "/model.safetensors", 1000, 'x');
-  std::vector<std::string> skipped;
+  std::vector<SkippedCheckpoint> skipped;
   absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->version, 4u);
@@ -83,13 +83,13 @@ TEST(CheckpointStore, TruncatedFileIsSkippedNamingIt) {
   WriteCheckpoint(store, 1);
   const std::string newest = WriteCheckpoint(store, 2);
   fs::resize_file(newest + "/optimizer/shard-0-of-1.pt", 100);
-  std::vector<std::string> skipped;
+  std::vector<SkippedCheckpoint> skipped;
   absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->version, 1u);
   ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_NE(skipped[0].find("shard-0-of-1.pt"), std::string::npos);
-  EXPECT_NE(skipped[0].find("truncated"), std::string::npos);
+  EXPECT_NE(skipped[0].reason.find("shard-0-of-1.pt"), std::string::npos);
+  EXPECT_NE(skipped[0].reason.find("truncated"), std::string::npos);
 }
 
 TEST(CheckpointStore, DamagedHeaderIsSkipped) {
@@ -102,12 +102,12 @@ TEST(CheckpointStore, DamagedHeaderIsSkipped) {
                    std::ios::binary | std::ios::in | std::ios::out);
     f.write("\xff\xff\xff\xff", 4);
   }
-  std::vector<std::string> skipped;
+  std::vector<SkippedCheckpoint> skipped;
   absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->version, 1u);
   ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_NE(skipped[0].find("damaged"), std::string::npos);
+  EXPECT_NE(skipped[0].reason.find("damaged"), std::string::npos);
 }
 
 TEST(CheckpointStore, MissingOrCutManifestIsSkipped) {
@@ -123,14 +123,18 @@ TEST(CheckpointStore, MissingOrCutManifestIsSkipped) {
   std::getline(in, first);
   in.close();
   std::ofstream(two + "/MANIFEST") << first << "\n";
-  std::vector<std::string> skipped;
+  std::vector<SkippedCheckpoint> skipped;
   absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->version, 1u);
-  EXPECT_EQ(skipped.size(), 2u);
-  EXPECT_EQ(store.InvalidNewerThan(1).size(), 2u);
-  ASSERT_TRUE(store.Reject(store.InvalidNewerThan(1)[0]).ok());
-  EXPECT_EQ(store.InvalidNewerThan(1).size(), 1u);
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0].checkpoint.version, 3u);
+  EXPECT_EQ(skipped[1].checkpoint.version, 2u);
+  // A rejected one is never listed or verified again.
+  ASSERT_TRUE(store.Reject(skipped[0].checkpoint).ok());
+  std::vector<SkippedCheckpoint> again;
+  ASSERT_TRUE(store.NewestValid(&again).ok());
+  EXPECT_EQ(again.size(), 1u);
 }
 
 TEST(CheckpointStore, NoneValidIsNotFound) {
@@ -138,7 +142,7 @@ TEST(CheckpointStore, NoneValidIsNotFound) {
   CheckpointStore store(t.File("ck"));
   const std::string one = WriteCheckpoint(store, 1);
   fs::remove(one + "/model.safetensors");
-  std::vector<std::string> skipped;
+  std::vector<SkippedCheckpoint> skipped;
   EXPECT_EQ(store.NewestValid(&skipped).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(skipped.size(), 1u);
@@ -211,12 +215,12 @@ TEST(CheckpointStore, WriterKilledMidWriteNeverLeavesATornCheckpoint) {
         ++partial_left;
       }
     }
-    std::vector<std::string> skipped;
+    std::vector<SkippedCheckpoint> skipped;
     absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
     if (c.ok()) {
       EXPECT_TRUE(CheckpointStore::Verify(c->path).ok());
     }
-    EXPECT_TRUE(skipped.empty()) << skipped[0];
+    EXPECT_TRUE(skipped.empty()) << skipped[0].reason;
     ASSERT_TRUE(store.RemovePartials().ok());  // as a restarted writer does
   }
   EXPECT_EQ(kills, 24);

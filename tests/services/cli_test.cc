@@ -5,7 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -16,26 +15,15 @@
 #include <thread>
 #include <vector>
 
+#include "tests/services/run_command.h"
 #include "tests/test_dir.h"
 
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using Result = rlvla3::testutil::CommandResult;
 
 Result RunCli(const std::string& args) {
-  const std::string cmd = std::string(RLVLA3_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return rlvla3::testutil::RunCommand(std::string(RLVLA3_BINARY) + " " + args);
 }
 
 TEST(Cli, BadConfigValueExits2WithOneLine) {

@@ -5,17 +5,15 @@
 // and set aside; rl.resume=never starts fresh; a bad rl.resume exits 2; a
 // checkpoint folder that cannot be written stops the run at start.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "tests/services/run_command.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
@@ -23,29 +21,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using Result = testutil::CommandResult;
 
 Result Train(const testutil::TestDir& dir, const std::string& sets) {
-  const std::string cmd =
+  return testutil::RunCommand(
       std::string(RLVLA3_BINARY) +
       " train --config " RLVLA3_SOURCE_DIR
       "/configs/toy_reach.yaml --set run.out_dir=" +
       dir.path() +
       " --set rl.duration_s=60 --set rl.checkpoint_every=5 "
       "--set rl.keep_checkpoints=0 --set metrics.progress=off " +
-      sets + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0)
-    r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+      sets);
 }
 
 std::string Checkpoints(const testutil::TestDir& dir) {
