@@ -227,11 +227,15 @@ TEST(InferenceServer, FreshSamplesReachTheLearnerWithRatioAndWeightOne) {
       const LearnerStepStats st = learner.Step();
       const std::string at = "temperature " + std::to_string(temperature) +
                              ", epochs " + std::to_string(epochs);
-      EXPECT_NEAR(st.is_weight_min, 1.0, 1e-5) << at;
-      EXPECT_NEAR(st.is_weight_max, 1.0, 1e-5) << at;
+      // Float32 noise between the server's batched forward and the
+      // learner's packed one reaches ~1.5e-5 (a CI run); a wrong temperature
+      // or version moves these by far more than 1e-4.
+      constexpr double kTol = 1e-4;
+      EXPECT_NEAR(st.is_weight_min, 1.0, kTol) << at;
+      EXPECT_NEAR(st.is_weight_max, 1.0, kTol) << at;
       if (epochs == 1) {  // one pass: the whole update is the first minibatch
-        EXPECT_NEAR(st.ratio_min, 1.0, 1e-5) << at;
-        EXPECT_NEAR(st.ratio_max, 1.0, 1e-5) << at;
+        EXPECT_NEAR(st.ratio_min, 1.0, kTol) << at;
+        EXPECT_NEAR(st.ratio_max, 1.0, kTol) << at;
       }
     }
   }
