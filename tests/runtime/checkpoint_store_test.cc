@@ -163,21 +163,20 @@ TEST(CheckpointStore, PublishedHighWaterRoundTripsAndClears) {
 }
 
 TEST(CheckpointStore, UnwritableFolderIsAClearError) {
-  if (geteuid() == 0) GTEST_SKIP() << "root writes into read-only folders";
   const testutil::TestDir t;
-  fs::create_directories(t.File("ro"));
-  fs::permissions(t.File("ro"), fs::perms::owner_read | fs::perms::owner_exec);
+  // A regular file where a folder should be: unwritable even for root.
+  WriteBytes(t.File("ro"), 16, 'x');
   CheckpointStore store(t.File("ro") + "/ck");
   const absl::Status s = store.CheckWritable();
-  fs::permissions(t.File("ro"), fs::perms::owner_all);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("ro/ck"), std::string::npos) << s;
 }
 
 // A real writer process, SIGKILLed at random moments while it writes
-// checkpoint after checkpoint (each a few MB, so most kills land mid-write):
-// after every kill, each listed checkpoint verifies and the newest valid one
-// is whole.
+// checkpoint after checkpoint (each a few MB): after every kill, each listed
+// checkpoint verifies and the newest valid one is whole. Where a kill lands
+// depends on the machine's speed, so the test kills until at least ten kills
+// have landed mid-write (a partial folder left), at most 300 times.
 TEST(CheckpointStore, WriterKilledMidWriteNeverLeavesATornCheckpoint) {
   const testutil::TestDir t;
   CheckpointStore store(t.File("ck"));
@@ -186,7 +185,8 @@ TEST(CheckpointStore, WriterKilledMidWriteNeverLeavesATornCheckpoint) {
   std::uniform_int_distribution<int> delay_ms(5, 60);
   uint64_t next = 1;
   int kills = 0, partial_left = 0;
-  for (int round = 0; round < 24; ++round) {
+  for (int round = 0; round < 300 && (round < 24 || partial_left < 10);
+       ++round) {
     const uint64_t first = next;
     next += 1000;
     const pid_t pid = fork();
@@ -223,7 +223,7 @@ TEST(CheckpointStore, WriterKilledMidWriteNeverLeavesATornCheckpoint) {
     EXPECT_TRUE(skipped.empty()) << skipped[0].reason;
     ASSERT_TRUE(store.RemovePartials().ok());  // as a restarted writer does
   }
-  EXPECT_EQ(kills, 24);
+  EXPECT_GE(kills, 24);
   std::printf(
       "writer kills: %d, of them mid-write (a partial folder left): %d\n",
       kills, partial_left);
