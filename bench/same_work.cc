@@ -1,0 +1,349 @@
+// The C++ side of the same-work comparison with the plain-PyTorch anchor
+// (bench/anchor/tiny_vla_anchor.py; bench/anchor/compare.py runs both):
+//
+//   same_work save DIR [--d-model 128] [--heads 4] [--layers 2]
+//       a TinyVLA checkpoint (seed 0, 16 instruction tokens) both sides load
+//   same_work dump CHECKPOINT FILE
+//       fixed inputs of 8 observations with instructions of 3..16 tokens and
+//       the policy's padded and packed outputs, as safetensors, for the
+//       anchor's `check`
+//   same_work time CHECKPOINT [--device cpu] [--batches 8,64]
+//       [--learner-batch 64] [--seconds 3] [--threads N] [--json FILE]
+//
+// Inference: the actor's path (a pageable batch copied into pinned staging
+// on a GPU, one copy to the device, TinyVLAPolicy::Act sampling, the tokens,
+// log-probs and values back in one host copy). Learner: the real LearnerCore
+// (segments in, GAE, gather and staging, the packed forward, the PPO loss,
+// clipping, AdamW, one host read per step), micro-batch = global batch.
+// bf16 autocast on a GPU, fp32 on a CPU, as the anchor.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "policies/checkpoint.h"
+#include "policies/device.h"
+#include "policies/host_sync_counter.h"
+#include "policies/safetensors.h"
+#include "policies/tiny_vla_policy.h"
+#include "services/learner/learner_core.h"
+
+namespace rlvla3 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kImage = 64, kText = 16, kDecisions = 16;
+
+struct Flags {
+  std::string device = "cpu";
+  std::vector<int> batches = {8, 64};
+  int learner_batch = 64;
+  double seconds = 3;
+  int threads = 0;
+  int d_model = 128, heads = 4, layers = 2;
+  std::string json;
+};
+
+// A pageable batch (as observations arrive) and its staging copy (pinned
+// for a GPU); every instruction is kText tokens long.
+struct Batch {
+  PolicyInput source, staged;
+  Batch(int64_t B, const at::Device& device) {
+    source.agentview =
+        torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+    source.wrist = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+    source.proprio = torch::randn({B, 8});
+    source.text = torch::randint(2, 64, {B, kText}, torch::kLong);
+    source.text_len = torch::full({B}, kText, torch::kLong);
+    staged.agentview =
+        torch::empty_like(source.agentview, HostStaging(device, torch::kByte));
+    staged.wrist =
+        torch::empty_like(source.wrist, HostStaging(device, torch::kByte));
+    staged.proprio =
+        torch::empty_like(source.proprio, HostStaging(device, torch::kFloat));
+    staged.text =
+        torch::empty_like(source.text, HostStaging(device, torch::kLong));
+    staged.text_len = source.text_len;
+  }
+  PolicyInput OnDevice(const at::Device& device) {
+    staged.agentview.copy_(source.agentview);
+    staged.wrist.copy_(source.wrist);
+    staged.proprio.copy_(source.proprio);
+    staged.text.copy_(source.text);
+    return ToDevice(staged, device);
+  }
+};
+
+struct Measured {
+  double per_second = 0;
+  double syncs_per_call = -1;  // -1: LibTorch cannot count here (no CUDA)
+};
+
+template <typename F>
+Measured Measure(double seconds, int64_t per_call, F&& call) {
+  HostSyncCounter syncs;
+  call();  // warm-up (kernels, allocator), as the anchor
+  call();
+  syncs.Reset();
+  int64_t calls = 0;
+  const auto t0 = Clock::now();
+  double wall = 0;
+  while ((wall = std::chrono::duration<double>(Clock::now() - t0).count()) <
+         seconds) {
+    call();
+    ++calls;
+  }
+  Measured m;
+  m.per_second = static_cast<double>(calls * per_call) / wall;
+  if (syncs.available() && calls > 0)
+    m.syncs_per_call = static_cast<double>(syncs.count()) / calls;
+  return m;
+}
+
+Measured Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
+                   double seconds) {
+  Batch batch(B, device);
+  policy.SetTraining(false);
+  return Measure(seconds, B, [&] {
+    AutocastGuard autocast(device, device.is_cuda());
+    const ActResult a = policy.Act(batch.OnDevice(device), false);
+    const at::Tensor host = torch::cat({a.tokens.flatten(1).to(torch::kFloat),
+                                        a.log_probs, a.values.unsqueeze(1)},
+                                       1)
+                                .to(torch::kCPU);  // the batch's one host copy
+    (void)host;
+  });
+}
+
+// Rollout segments of random observations and plausible tokens and rewards,
+// filled once; each step only re-tags them with the learner's version.
+std::vector<std::unique_ptr<RolloutSegment>> MakeSegments(
+    const TinyVLAOptions& o, int count) {
+  SegmentShape s;
+  s.width = s.height = kImage;
+  s.chunk = static_cast<int>(o.chunk());
+  s.action_dim = static_cast<int>(o.action_dim());
+  s.proprio_dim = static_cast<int>(o.proprio_dim());
+  s.capacity = kDecisions;
+  std::mt19937 rng(1);
+  std::vector<std::unique_ptr<RolloutSegment>> segs;
+  for (int i = 0; i < count; ++i) {
+    auto seg = std::make_unique<RolloutSegment>(s);
+    for (auto& b : seg->agentview) b = static_cast<uint8_t>(rng());
+    for (auto& b : seg->wrist) b = static_cast<uint8_t>(rng());
+    for (auto& p : seg->proprio) p = static_cast<float>(rng() % 100) / 100.0f;
+    for (auto& t : seg->tokens) t = static_cast<uint8_t>(rng());
+    for (auto& l : seg->log_probs) l = -5.5f;
+    for (int t = 0; t < kDecisions; ++t) {
+      seg->values[t] = 0.1f * static_cast<float>(rng() % 10);
+      seg->rewards[t] = static_cast<float>(rng() % 2);
+      seg->executed[t] = static_cast<uint8_t>(s.chunk);
+    }
+    seg->n = kDecisions;
+    seg->has_bootstrap = true;
+    segs.push_back(std::move(seg));
+  }
+  return segs;
+}
+
+Measured Learner(const std::shared_ptr<TinyVLAPolicy>& policy,
+                 const at::Device& device, int B, double seconds) {
+  const TinyVLAOptions& o = policy->net()->options();
+  LearnerOptions lo;
+  lo.micro_batch = B;
+  lo.global_units = B;
+  lo.device = device;
+  lo.bf16 = device.is_cuda();
+  lo.publish_device = device;
+  LearnerCore core(policy, torch::randint(2, 64, {1, kText}, torch::kLong),
+                   torch::full({1}, kText, torch::kLong), lo, 0);
+  auto segs = MakeSegments(o, (B + kDecisions - 1) / kDecisions);
+  return Measure(seconds, B, [&] {
+    std::vector<RolloutSegment*> batch;
+    for (auto& s : segs) {
+      for (int t = 0; t < kDecisions; ++t) s->versions[t] = core.version();
+      batch.push_back(s.get());
+    }
+    core.Add(batch);
+    while (core.CanTrain()) core.TrainMicroBatch();
+    if (core.ReadyToStep()) (void)core.Step();  // reads loss and norm once
+    (void)core.TakeConsumed();
+  });
+}
+
+int Save(const std::string& dir, const Flags& f) {
+  torch::manual_seed(0);
+  TinyVLA net(TinyVLAOptions()
+                  .vocab_size(64)
+                  .max_text_len(kText)
+                  .d_model(f.d_model)
+                  .heads(f.heads)
+                  .layers(f.layers));
+  std::vector<std::string> words;
+  for (int i = 0; i < 62; ++i) words.push_back(absl::StrFormat("w%02d", i));
+  absl::StatusOr<TextTokenizer> tok = TextTokenizer::FromWords(words);
+  absl::Status s = tok.ok() ? SaveCheckpoint(dir, net, *tok, 0) : tok.status();
+  if (!s.ok()) {
+    std::fprintf(stderr, "same_work save: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int Dump(TinyVLA net, const std::string& path) {
+  constexpr int64_t B = 8;
+  torch::manual_seed(3);
+  PolicyInput in;
+  in.agentview = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+  in.wrist = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+  in.proprio = torch::randn({B, 8});
+  in.text = torch::randint(2, 64, {B, kText}, torch::kLong);
+  in.text_len = torch::tensor({3, 16, 7, 16, 11, 5, 16, 9}, torch::kLong);
+  torch::NoGradGuard no_grad;
+  net->eval();
+  const TinyVLAOutput padded = net->forward(in, /*packed=*/false);
+  const TinyVLAOutput packed = net->forward(in, /*packed=*/true);
+  const absl::Status s =
+      WriteSafetensors(path, {{"agentview", in.agentview},
+                              {"packed_logits", packed.logits},
+                              {"packed_values", packed.values},
+                              {"padded_logits", padded.logits},
+                              {"padded_values", padded.values},
+                              {"proprio", in.proprio},
+                              {"text", in.text},
+                              {"text_len", in.text_len},
+                              {"wrist", in.wrist}});
+  if (!s.ok()) {
+    std::fprintf(stderr, "same_work dump: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+void Report(std::FILE* json, const std::string& what, int B, const Measured& m,
+            int64_t params, const TinyVLAOptions& o, const at::Device& device) {
+  std::printf("c++    %-9s batch %4d: %10.1f /s  syncs/call %s\n", what.c_str(),
+              B, m.per_second,
+              m.syncs_per_call < 0
+                  ? "-"
+                  : absl::StrFormat("%.2f", m.syncs_per_call).c_str());
+  std::fflush(stdout);
+  if (json == nullptr) return;
+  std::fprintf(json,
+               "{\"side\": \"c++\", \"what\": \"%s\", \"batch\": %d, "
+               "\"per_s\": %.3f, \"syncs_per_call\": %.3f, \"torch\": \"%s\", "
+               "\"device\": \"%s\", \"params\": %lld, \"d_model\": %lld, "
+               "\"layers\": %lld, \"heads\": %lld, \"threads\": %d}\n",
+               what.c_str(), B, m.per_second, m.syncs_per_call, TORCH_VERSION,
+               device.is_cuda() ? DescribeGpus().c_str() : "CPU",
+               static_cast<long long>(params),
+               static_cast<long long>(o.d_model()),
+               static_cast<long long>(o.layers()),
+               static_cast<long long>(o.heads()), at::get_num_threads());
+}
+
+int Time(LoadedCheckpoint ck, const Flags& f) {
+  absl::StatusOr<at::Device> device = ParseDevice(f.device);
+  if (!device.ok()) {
+    std::fprintf(stderr, "same_work: %s\n", device.status().ToString().c_str());
+    return 2;
+  }
+  const TinyVLAOptions o = ck.net->options();
+  auto policy = std::make_shared<TinyVLAPolicy>(ck.net, 0);
+  policy->To(*device);
+  int64_t params = 0;
+  for (const at::Tensor& p : policy->net()->parameters()) params += p.numel();
+  std::printf("c++: LibTorch %s, %s, %d intra-op threads, %.2fM parameters\n",
+              TORCH_VERSION, device->is_cuda() ? DescribeGpus().c_str() : "CPU",
+              at::get_num_threads(), params / 1e6);
+  std::FILE* json = f.json.empty() ? nullptr : std::fopen(f.json.c_str(), "w");
+  if (!f.json.empty() && json == nullptr) {
+    std::fprintf(stderr, "same_work: cannot write %s\n", f.json.c_str());
+    return 1;
+  }
+  for (int B : f.batches) {
+    Report(json, "inference", B, Inference(*policy, *device, B, f.seconds),
+           params, o, *device);
+  }
+  if (f.learner_batch > 0) {
+    Report(json, "learner", f.learner_batch,
+           Learner(policy, *device, f.learner_batch, f.seconds), params, o,
+           *device);
+  }
+  if (json != nullptr && std::fclose(json) != 0) {
+    std::fprintf(stderr, "same_work: cannot write %s\n", f.json.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+bool ParseInts(const std::string& s, std::vector<int>* out) {
+  out->clear();
+  for (absl::string_view p : absl::StrSplit(s, ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(p, &v) || v <= 0) return false;
+    out->push_back(v);
+  }
+  return !out->empty();
+}
+
+bool ParseFlag(const std::string& k, const std::string& v, Flags* f) {
+  if (k == "--device") return (f->device = v, true);
+  if (k == "--json") return (f->json = v, true);
+  if (k == "--batches") return ParseInts(v, &f->batches);
+  if (k == "--seconds")
+    return absl::SimpleAtod(v, &f->seconds) && f->seconds > 0;
+  int* ints[] = {&f->learner_batch, &f->threads, &f->d_model, &f->heads,
+                 &f->layers};
+  const char* names[] = {"--learner-batch", "--threads", "--d-model", "--heads",
+                         "--layers"};
+  for (int i = 0; i < 5; ++i) {
+    if (k == names[i]) return absl::SimpleAtoi(v, ints[i]) && *ints[i] >= 0;
+  }
+  return false;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> pos;
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) {
+      pos.push_back(a);
+    } else if (i + 1 >= argc || !ParseFlag(a, argv[++i], &f)) {
+      std::fprintf(stderr, "same_work: bad flag %s\n", a.c_str());
+      return 2;
+    }
+  }
+  const bool ok = (pos.size() == 2 && (pos[0] == "save" || pos[0] == "time")) ||
+                  (pos.size() == 3 && pos[0] == "dump");
+  if (!ok) {
+    std::fprintf(stderr,
+                 "usage: same_work save DIR [--d-model D --heads H --layers "
+                 "N] | dump CHECKPOINT FILE | time CHECKPOINT [--device cpu] "
+                 "[--batches 8,64] [--learner-batch 64] [--seconds 3] "
+                 "[--threads N] [--json FILE]\n");
+    return 2;
+  }
+  if (f.threads > 0) at::set_num_threads(f.threads);  // once, here
+  if (pos[0] == "save") return Save(pos[1], f);
+  absl::StatusOr<LoadedCheckpoint> ck = LoadCheckpoint(pos[1]);
+  if (!ck.ok()) {
+    std::fprintf(stderr, "same_work: %s\n", ck.status().ToString().c_str());
+    return 2;
+  }
+  return pos[0] == "dump" ? Dump(ck->net, pos[2]) : Time(*std::move(ck), f);
+}
+
+}  // namespace
+}  // namespace rlvla3
+
+int main(int argc, char** argv) { return rlvla3::Main(argc, argv); }
