@@ -24,6 +24,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -228,6 +229,11 @@ int Dump(TinyVLA net, const std::string& path) {
   return 0;
 }
 
+std::string DeviceName(const at::Device& device) {
+  if (device.is_cuda()) return DescribeGpus();
+  return absl::StrFormat("CPU (%u cores)", std::thread::hardware_concurrency());
+}
+
 void Report(std::FILE* json, const std::string& what, int B, const Measured& m,
             int64_t params, const TinyVLAOptions& o, const at::Device& device) {
   std::printf("c++    %-9s batch %4d: %10.1f /s  syncs/call %s\n", what.c_str(),
@@ -243,8 +249,7 @@ void Report(std::FILE* json, const std::string& what, int B, const Measured& m,
                "\"device\": \"%s\", \"params\": %lld, \"d_model\": %lld, "
                "\"layers\": %lld, \"heads\": %lld, \"threads\": %d}\n",
                what.c_str(), B, m.per_second, m.syncs_per_call, TORCH_VERSION,
-               device.is_cuda() ? DescribeGpus().c_str() : "CPU",
-               static_cast<long long>(params),
+               DeviceName(device).c_str(), static_cast<long long>(params),
                static_cast<long long>(o.d_model()),
                static_cast<long long>(o.layers()),
                static_cast<long long>(o.heads()), at::get_num_threads());
@@ -262,8 +267,8 @@ int Time(LoadedCheckpoint ck, const Flags& f) {
   int64_t params = 0;
   for (const at::Tensor& p : policy->net()->parameters()) params += p.numel();
   std::printf("c++: LibTorch %s, %s, %d intra-op threads, %.2fM parameters\n",
-              TORCH_VERSION, device->is_cuda() ? DescribeGpus().c_str() : "CPU",
-              at::get_num_threads(), params / 1e6);
+              TORCH_VERSION, DeviceName(*device).c_str(), at::get_num_threads(),
+              params / 1e6);
   std::FILE* json = f.json.empty() ? nullptr : std::fopen(f.json.c_str(), "w");
   if (!f.json.empty() && json == nullptr) {
     std::fprintf(stderr, "same_work: cannot write %s\n", f.json.c_str());

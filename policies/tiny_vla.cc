@@ -186,44 +186,50 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
   at::Tensor prop =
       (proprio_embed_(in.proprio) + type_embed_[kTypeProprio]).unsqueeze(1);
   at::Tensor act = (act_token_ + type_embed_[kTypeAct]).expand({B, 1, d});
+  at::Tensor x = torch::cat({img, prop, text, act}, 1);  // [B, S, d]
+  const int64_t S = x.size(1), text_start = img.size(1) + 1;
+  const int64_t Lt = text_ids.size(1);
+  // With every instruction at the batch's longest there is no padding: one
+  // batched pass without a mask (packed and padded are then the same).
+  const bool padding = lens.numel() > 0 && lens.min().item<int64_t>() < Lt;
   at::Tensor readout;
-  if (!packed) {
-    at::Tensor x = torch::cat({img, prop, text, act}, 1);  // [B, S, d]
-    const int64_t S = x.size(1), text_start = img.size(1) + 1;
-    // Mask padded text keys: position text_start + j is padding when j >= len.
-    at::Tensor j =
-        torch::arange(S, at::kLong).unsqueeze(0) - text_start;  // [1, S]
-    at::Tensor pad =
-        (j >= lens.unsqueeze(1)) & (j >= 0) & (j < text_ids.size(1));
-    // Built on the host (where the lengths are), sent in one copy.
-    const at::Tensor mask =
-        ToDevice(torch::zeros({B, 1, 1, S})
-                     .masked_fill(pad.view({B, 1, 1, S}),
-                                  -std::numeric_limits<float>::infinity()),
-                 x.device());
+  if (!padding || !packed) {
+    at::Tensor mask;
+    if (padding) {
+      // Mask padded text keys: position text_start + j is padding when
+      // j >= len. Built on the host (where the lengths are), one copy.
+      at::Tensor j =
+          torch::arange(S, at::kLong).unsqueeze(0) - text_start;  // [1, S]
+      at::Tensor pad = (j >= lens.unsqueeze(1)) & (j >= 0) & (j < Lt);
+      mask = ToDevice(torch::zeros({B, 1, 1, S})
+                          .masked_fill(pad.view({B, 1, 1, S}),
+                                       -std::numeric_limits<float>::infinity()),
+                      x.device());
+    }
     for (auto& blk : *blocks_)
       x = blk->as<TransformerBlock>()->ForwardPadded(x, mask);
     readout = x.select(1, S - 1);
   } else {
-    std::vector<at::Tensor> pieces;
-    std::vector<int64_t> offsets = {0};
+    // The real tokens' rows of the padded [B * S, d] in one gather (its
+    // backward is one scatter-add, not a slice per sample).
+    std::vector<int64_t> rows, offsets = {0}, ends;
+    rows.reserve(static_cast<size_t>(B * S));
     const auto* len = lens.data_ptr<int64_t>();
     for (int64_t b = 0; b < B; ++b) {
-      pieces.push_back(img[b]);
-      pieces.push_back(prop[b]);
-      pieces.push_back(text[b].narrow(0, 0, len[b]));
-      pieces.push_back(act[b]);
-      offsets.push_back(offsets.back() + img.size(1) + 1 + len[b] + 1);
+      const int64_t real =
+          text_start + std::min(len[b], Lt);  // image, proprio, text
+      for (int64_t r = 0; r < real; ++r) rows.push_back(b * S + r);
+      rows.push_back(b * S + S - 1);  // [ACT]
+      offsets.push_back(offsets.back() + real + 1);
+      ends.push_back(offsets.back() - 1);
     }
-    at::Tensor x = torch::cat(pieces, 0);  // [T, d], no padding
+    x = x.flatten(0, 1).index_select(
+        0, ToDevice(torch::tensor(rows, at::kLong), x.device()));
     const PackedGroups groups(offsets, x.device());
     for (auto& blk : *blocks_)
       x = blk->as<TransformerBlock>()->ForwardPacked(x, groups);
-    at::Tensor ends =
-        torch::tensor(std::vector<int64_t>(offsets.begin() + 1, offsets.end()),
-                      at::kLong) -
-        1;
-    readout = x.index_select(0, ToDevice(ends, x.device()));
+    readout =
+        x.index_select(0, ToDevice(torch::tensor(ends, at::kLong), x.device()));
   }
   readout = final_ln_(readout);
   TinyVLAOutput out;
