@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/learner/adamw_step.h"
 #include "services/learner/learner_core.h"
 #include "services/learner/optimizer_shards.h"
 
@@ -90,15 +91,11 @@ void LearnerCore::Backward(const at::Tensor& loss, bool last_of_step) {
 void LearnerCore::ZeroGradients() {
   // Every parameter's, not only the optimizer's: with ZeRO-1 it holds this
   // rank's shard, and the others' gradients must not accumulate either.
-  for (at::Tensor& p : params_) {
-    if (!p.grad().defined()) continue;
-    p.mutable_grad().detach_();
-    p.mutable_grad().zero_();
-  }
+  ZeroParameterGradients(params_);
 }
 
 void LearnerCore::StepOptimizer() {
-  optimizer_->step();
+  StepAdamW(*optimizer_);  // foreach lists (fused on a GPU with 2.1+)
   if (!distributed() || !group_error_.ok()) return;
   torch::NoGradGuard no_grad;
   if (absl::Status s = reducer_->GatherShards(absl::MakeSpan(params_), owners_);
@@ -149,26 +146,19 @@ at::Tensor LearnerCore::ClipGradients() {
     if (!s.ok()) group_error_ = s;
   }
   overlapped_ = false;
-  std::vector<at::Tensor> grads, norms;
+  std::vector<at::Tensor> grads;
+  grads.reserve(params_.size());
   for (const auto& p : params_) {
-    if (!p.grad().defined()) continue;
-    // Dynamic sampling: a mean over the informative episodes (the loss
-    // weights are 1 / global batch).
-    if (grad_scale_ != 1.0) p.grad().mul_(grad_scale_);
-    grads.push_back(p.grad());
-    norms.push_back(p.grad().norm(2));
+    if (p.grad().defined()) grads.push_back(p.grad());
   }
   if (grads.empty()) {
     return torch::zeros(
         {}, torch::TensorOptions(torch::kDouble).device(options_.device));
   }
-  const at::Tensor total = torch::stack(norms).norm(2);
-  if (options_.max_grad_norm > 0) {
-    // As torch::nn::utils::clip_grad_norm_, without its host read.
-    const at::Tensor coef =
-        torch::clamp_max(options_.max_grad_norm / (total + 1e-6), 1.0);
-    for (at::Tensor& g : grads) g.mul_(coef);
-  }
+  // Dynamic sampling: a mean over the informative episodes (the loss
+  // weights are 1 / global batch).
+  if (grad_scale_ != 1.0) at::_foreach_mul_(grads, grad_scale_);
+  const at::Tensor total = ClipGradNorm(grads, options_.max_grad_norm);
   return total.to(torch::kDouble);
 }
 

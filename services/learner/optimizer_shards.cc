@@ -14,31 +14,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "services/learner/adamw_step.h"
 
 namespace rlvla3 {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The optimizer's state is keyed by the parameter's TensorImpl: as a string
-// in libtorch 1.13, as the pointer itself in 2.x.
-template <typename Map>
-typename Map::key_type StateKey(const at::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    std::ostringstream key;  // as libtorch 1.13 writes it (guts::to_string)
-    key << p.unsafeGetTensorImpl();
-    return key.str();
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
-
-template <typename Map>
-torch::optim::AdamWParamState* FindState(Map& state, const at::Tensor& p) {
-  auto it = state.find(StateKey<Map>(p));
-  if (it == state.end()) return nullptr;
-  return static_cast<torch::optim::AdamWParamState*>(it->second.get());
-}
 
 std::string ShardPath(const std::string& dir, int rank, int world) {
   return absl::StrCat(dir, "/optimizer/shard-", rank, "-of-", world, ".pt");
@@ -107,7 +88,6 @@ absl::Status LoadShard(const std::string& path, torch::optim::AdamW& opt,
         absl::StrCat(path, ": ", n->toInt(), " parameters, this policy has ",
                      params.size()));
   }
-  auto& state = opt.state();
   for (size_t i = 0; i < params.size(); ++i) {
     if (owners[i] != rank) continue;
     at::Tensor avg, avg_sq, step;
@@ -127,7 +107,7 @@ absl::Status LoadShard(const std::string& path, torch::optim::AdamW& opt,
     s->step(step.item<int64_t>());
     s->exp_avg(avg.to(params[i].options()));
     s->exp_avg_sq(avg_sq.to(params[i].options()));
-    state[StateKey<std::decay_t<decltype(state)>>(params[i])] = std::move(s);
+    SetAdamWState(opt, params[i], std::move(s));
   }
   return absl::OkStatus();
 }
@@ -167,10 +147,10 @@ absl::Status SaveOptimizerShard(const std::string& dir,
     a.write("steps_taken", c10::IValue(state.steps_taken));
     a.write("lr", c10::IValue(state.lr));
     a.write("rng", c10::IValue(state.rng));
-    auto& st = optimizer.state();
     for (size_t i = 0; i < params.size(); ++i) {
       if (owners[i] != rank) continue;
-      const torch::optim::AdamWParamState* s = FindState(st, params[i]);
+      const torch::optim::AdamWParamState* s =
+          FindAdamWState(optimizer, params[i]);
       if (s == nullptr) continue;  // never stepped
       const std::string p = absl::StrCat("p", i);
       a.write(p + ".exp_avg", s->exp_avg().cpu());

@@ -106,7 +106,9 @@ TEST(DataParallel, PpoEpochsNormaliseByTheWholeGlobalBatchOnEveryRank) {
     for (auto& r : ranks) ASSERT_EQ(r->Wait(), 0) << r->Log() << r->Stdout();
     rank0.push_back(ReadParams(out + ".rank0"));
   }
-  EXPECT_LE(MaxAbsDiff(rank0[0], rank0[1]), 1e-4);
+  // Float summation order differs with the split (and Adam scales tiny
+  // gradients up): 2.3e-4 measured at lr 1e-2; per-rank moments gave 0.058.
+  EXPECT_LE(MaxAbsDiff(rank0[0], rank0[1]), 1e-3);
 }
 
 // Runs `world` ranks to completion; every one must exit 0.
