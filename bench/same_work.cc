@@ -16,6 +16,7 @@
 // (segments in, GAE, gather and staging, the packed forward, the PPO loss,
 // clipping, AdamW, one host read per step), micro-batch = global batch.
 // bf16 autocast on a GPU, fp32 on a CPU, as the anchor.
+#include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -114,6 +115,7 @@ Measured Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
   Batch batch(B, device);
   policy.SetTraining(false);
   return Measure(seconds, B, [&] {
+    c10::InferenceMode inference_mode;  // as the inference server
     AutocastGuard autocast(device, device.is_cuda());
     const ActResult a = policy.Act(batch.OnDevice(device), false);
     const at::Tensor host = torch::cat({a.tokens.flatten(1).to(torch::kFloat),

@@ -1,6 +1,7 @@
 #include "policies/tiny_vla.h"
 
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <cmath>
 #include <limits>
@@ -57,10 +58,19 @@ at::Tensor TransformerBlockImpl::Attend(const at::Tensor& q,
                                         const at::Tensor& v,
                                         const at::Tensor& mask) const {
   // q, k, v: [B, H, L, dh]
+#if TORCH_VERSION_MAJOR >= 2
+  // Fused (flash without a mask, memory-efficient with one; the math kernel
+  // where neither fits). The additive mask in the scores' type.
+  return at::scaled_dot_product_attention(
+      q, k, v,
+      mask.defined() ? c10::optional<at::Tensor>(mask.to(q.scalar_type()))
+                     : c10::nullopt);
+#else
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_model_ / heads_));
   at::Tensor scores = torch::matmul(q, k.transpose(-2, -1)).mul(scale);
   if (mask.defined()) scores = scores + mask;
   return torch::matmul(torch::softmax(scores, -1), v);
+#endif
 }
 
 at::Tensor TransformerBlockImpl::ForwardPadded(const at::Tensor& x,

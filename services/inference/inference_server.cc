@@ -1,5 +1,6 @@
 #include "services/inference/inference_server.h"
 
+#include <c10/core/InferenceMode.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -93,6 +94,9 @@ absl::Status InferenceServer::Infer(
   }
   for (const ObservationRequest& r : batch)
     request_dwell_ms_->Observe((t0 - r.submit_ns) / 1e6);
+  // No autograd state at all (NoGradGuard still tracks versions and views):
+  // every output ends in the one host copy below.
+  c10::InferenceMode inference_mode;
   const PolicyInput in =
       ToDevice(GatherRequests(batch, options_), options_.device);
   ActResult a;

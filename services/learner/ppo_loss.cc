@@ -36,7 +36,9 @@ PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
     loss = loss + o.value_coef * vl;
     t.value_loss = vl.detach();
   } else {
-    t.value_loss = torch::zeros({});
+    // On the loss's device and in its type: the step's statistics are
+    // stacked into one tensor for their one host read (GRPO on a GPU).
+    t.value_loss = torch::zeros({}, policy_loss.options());
   }
   const at::Tensor ent = (in.entropy * w).sum();
   if (o.entropy_coef > 0) loss = loss - o.entropy_coef * ent;

@@ -401,6 +401,31 @@ TEST_F(LearnerTest, OnAGpuTheCoreTrainsThereAndPublishesWhereAsked) {
   EXPECT_EQ(snapshot->device(), at::Device(at::kCPU));
 }
 
+TEST_F(LearnerTest, OnAGpuGrpoStepsWithItsStatisticsOnTheDevice) {
+  if (CudaDeviceCount() == 0)
+    GTEST_SKIP() << "no CUDA device visible to LibTorch here";
+  // GRPO has no value loss: its zero must live where the other statistics
+  // do, or stacking them for the step's one host read fails.
+  options_.device = at::Device(at::kCUDA, 0);
+  options_.algorithm = "grpo";
+  options_.grpo_group_size = 2;
+  options_.global_units = 2;
+  LearnerCore gpu(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+  for (int i = 0; i < 2; ++i) {
+    Fill(segs_[i].get(), 3, 0, i);
+    segs_[i]->group = 1;
+    segs_[i]->episode_end = true;
+    segs_[i]->episode_return = i == 0 ? 1.0f : 0.0f;
+  }
+  gpu.Add({segs_[0].get(), segs_[1].get()});
+  while (gpu.CanTrain()) gpu.TrainMicroBatch();
+  ASSERT_TRUE(gpu.ReadyToStep());
+  const LearnerStepStats st = gpu.Step();
+  EXPECT_FALSE(st.skipped);
+  EXPECT_TRUE(std::isfinite(st.loss));
+  EXPECT_EQ(st.value_loss, 0.0);
+}
+
 TEST_F(LearnerTest, StepMakesPositiveAdvantageActionsMoreLikely) {
   options_.algorithm = "grpo";
   options_.grpo_group_size = 2;

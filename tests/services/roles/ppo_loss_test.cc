@@ -27,6 +27,20 @@ PpoLossOptions NoValue() {
   return o;
 }
 
+TEST(PpoLoss, WithoutAValueTermItsZeroTakesTheLossesTypeAndDevice) {
+  // GRPO: the value loss is a zero stacked with the other statistics for one
+  // host read, so it must match them (on a GPU, the device; here the type).
+  PpoLossInput in = Input(0.1f, 0.0f, 0.0f, 2.0f);
+  for (at::Tensor* t : {&in.log_probs, &in.prox_log_probs, &in.behav_log_probs,
+                        &in.advantages, &in.entropy, &in.weights}) {
+    *t = t->detach().to(torch::kDouble);
+  }
+  const PpoLossTerms t = DecoupledPpoLoss(in, NoValue());
+  EXPECT_EQ(t.value_loss.scalar_type(), torch::kDouble);
+  EXPECT_EQ(t.value_loss.device(), t.loss.device());
+  EXPECT_NO_THROW(torch::stack({t.policy_loss, t.value_loss, t.entropy}));
+}
+
 TEST(PpoLoss, UnclippedRatioGivesPolicyGradient) {
   // ratio = e^0.1 = 1.105 (inside 1 +- 0.2), A = 2, on-policy (w = 1).
   PpoLossInput in = Input(0.1f, 0.0f, 0.0f, 2.0f);
