@@ -4,6 +4,7 @@
 #include <torch/cuda.h>
 #include <torch/version.h>
 
+#include <cstring>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -64,7 +65,36 @@ at::TensorOptions HostStaging(const at::Device& device, at::ScalarType dtype) {
 
 at::Tensor ToDevice(const at::Tensor& t, const at::Device& device) {
   if (!t.defined() || t.device() == device) return t;
+  TORCH_CHECK(!(device.is_cuda() && t.is_cpu() && !t.is_pinned()),
+              "ToDevice: a host tensor of shape ", t.sizes(),
+              " in pageable memory bound for ", device,
+              " (the copy would block the host): stage it with HostStaging");
   return t.to(t.options().device(device), /*non_blocking=*/true);
+}
+
+namespace {
+
+template <typename T>
+at::Tensor ValuesToDevice(const std::vector<T>& values, at::ScalarType dtype,
+                          const at::Device& device) {
+  at::Tensor host = at::empty({static_cast<int64_t>(values.size())},
+                              HostStaging(device, dtype));
+  if (!values.empty()) {
+    std::memcpy(host.data_ptr(), values.data(), sizeof(T) * values.size());
+  }
+  return ToDevice(host, device);
+}
+
+}  // namespace
+
+at::Tensor HostValuesToDevice(const std::vector<int64_t>& values,
+                              const at::Device& device) {
+  return ValuesToDevice(values, at::kLong, device);
+}
+
+at::Tensor HostValuesToDevice(const std::vector<double>& values,
+                              const at::Device& device) {
+  return ValuesToDevice(values, at::kDouble, device);
 }
 
 PolicyInput ToDevice(const PolicyInput& in, const at::Device& device) {

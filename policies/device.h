@@ -24,6 +24,7 @@
 #include <c10/core/TensorOptions.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -49,8 +50,17 @@ at::TensorOptions HostStaging(const at::Device& device, at::ScalarType dtype);
 // already there); text_len stays on the host.
 PolicyInput ToDevice(const PolicyInput& in, const at::Device& device);
 
-// `t` on `device` without waiting for the copy.
+// `t` on `device` without waiting for the copy. A host tensor bound for a
+// GPU must be in pinned memory (HostStaging): a copy from pageable memory
+// would make the host wait, so it is refused (c10::Error naming the shape).
 at::Tensor ToDevice(const at::Tensor& t, const at::Device& device);
+
+// A 1-d int64 / float64 tensor of `values` on `device`, staged in pinned
+// memory for a GPU (one non-blocking copy).
+at::Tensor HostValuesToDevice(const std::vector<int64_t>& values,
+                              const at::Device& device);
+at::Tensor HostValuesToDevice(const std::vector<double>& values,
+                              const at::Device& device);
 
 // While alive, ops on `device`'s type run under bf16 autocast (if enabled);
 // restores the previous state on destruction. One thread's state only.

@@ -94,8 +94,7 @@ PackedGroups::PackedGroups(const std::vector<int64_t>& offsets,
     for (int64_t r = offsets[b]; r < offsets[b + 1]; ++r) rows.push_back(r);
   }
   for (const auto& [length, rows] : by_length) {
-    groups.push_back(
-        {length, ToDevice(torch::tensor(rows, at::kLong), device)});
+    groups.push_back({length, HostValuesToDevice(rows, device)});
   }
 }
 
@@ -211,10 +210,11 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
       at::Tensor j =
           torch::arange(S, at::kLong).unsqueeze(0) - text_start;  // [1, S]
       at::Tensor pad = (j >= lens.unsqueeze(1)) & (j >= 0) & (j < Lt);
-      mask = ToDevice(torch::zeros({B, 1, 1, S})
-                          .masked_fill(pad.view({B, 1, 1, S}),
-                                       -std::numeric_limits<float>::infinity()),
-                      x.device());
+      mask = ToDevice(
+          torch::zeros({B, 1, 1, S}, HostStaging(x.device(), at::kFloat))
+              .masked_fill_(pad.view({B, 1, 1, S}),
+                            -std::numeric_limits<float>::infinity()),
+          x.device());
     }
     for (auto& blk : *blocks_)
       x = blk->as<TransformerBlock>()->ForwardPadded(x, mask);
@@ -233,13 +233,11 @@ TinyVLAOutput TinyVLAImpl::forward(const PolicyInput& in, bool packed) {
       offsets.push_back(offsets.back() + real + 1);
       ends.push_back(offsets.back() - 1);
     }
-    x = x.flatten(0, 1).index_select(
-        0, ToDevice(torch::tensor(rows, at::kLong), x.device()));
+    x = x.flatten(0, 1).index_select(0, HostValuesToDevice(rows, x.device()));
     const PackedGroups groups(offsets, x.device());
     for (auto& blk : *blocks_)
       x = blk->as<TransformerBlock>()->ForwardPacked(x, groups);
-    readout =
-        x.index_select(0, ToDevice(torch::tensor(ends, at::kLong), x.device()));
+    readout = x.index_select(0, HostValuesToDevice(ends, x.device()));
   }
   readout = final_ln_(readout);
   TinyVLAOutput out;

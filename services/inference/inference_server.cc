@@ -31,7 +31,7 @@ PolicyInput GatherRequests(const std::vector<ObservationRequest>& batch,
   in.proprio =
       torch::empty({B, o.proprio_dim}, HostStaging(o.device, torch::kFloat));
   in.text = torch::empty({B, L}, HostStaging(o.device, torch::kLong));
-  in.text_len = torch::empty({B}, torch::kLong);
+  in.text_len = torch::empty({B}, HostStaging(o.device, torch::kLong));
   const int64_t* text = o.text.data_ptr<int64_t>();
   const int64_t* text_len = o.text_len.data_ptr<int64_t>();
   for (int64_t b = 0; b < B; ++b) {

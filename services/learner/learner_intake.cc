@@ -33,7 +33,7 @@ PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
   in.wrist = torch::empty({B, sh.height, sh.width, 3}, bytes);
   in.proprio =
       torch::empty({B, sh.proprio_dim}, HostStaging(device, torch::kFloat));
-  at::Tensor task = torch::empty({B}, torch::kLong);
+  at::Tensor task = torch::empty({B}, torch::kLong);  // host: an index
   const size_t img = segs.front()->image_bytes;
   const int64_t ka = static_cast<int64_t>(sh.chunk) * sh.action_dim;
   at::Tensor tok;
@@ -53,9 +53,15 @@ PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
       std::memcpy(tok.data_ptr<uint8_t>() + b * ka, s->tokens_at(t), ka);
     }
   }
-  in.text = text.index_select(0, task);
-  in.text_len = text_len.index_select(0, task);
-  if (tokens != nullptr) *tokens = tok.to(torch::kLong);
+  // Gathered into staging memory (pinned for a GPU), as the rest.
+  in.text = torch::empty({B, text.size(1)}, HostStaging(device, torch::kLong));
+  torch::index_select_out(in.text, text, 0, task);
+  in.text_len = torch::empty({B}, HostStaging(device, torch::kLong));
+  torch::index_select_out(in.text_len, text_len, 0, task);
+  if (tokens != nullptr) {
+    *tokens = torch::empty(tok.sizes(), HostStaging(device, torch::kLong));
+    tokens->copy_(tok);
+  }
   return in;
 }
 
@@ -323,9 +329,9 @@ LearnerCore::MicroBatch LearnerCore::Prepare(
     mb.ret.data_ptr<float>()[b] = batch[b].seg->returns[t];
     mb.weight.data_ptr<float>()[b] = batch[b].weight;
   }
-  mb.behav_steps = ToDevice(behav_k * mb.mask, device);
-  mb.behav = mb.behav_steps.sum(1);
   mb.mask = ToDevice(mb.mask, device);
+  mb.behav_steps = ToDevice(behav_k, device) * mb.mask;
+  mb.behav = mb.behav_steps.sum(1);
   mb.adv = ToDevice(mb.adv, device);
   mb.ret = ToDevice(mb.ret, device);
   mb.weight = ToDevice(mb.weight, device);

@@ -15,6 +15,7 @@
 #include <limits>
 #include <numeric>
 
+#include "policies/device.h"
 #include "services/learner/learner_core.h"
 
 namespace rlvla3 {
@@ -84,8 +85,8 @@ void LearnerCore::GlobalAdvantageMoments(int64_t n, EpochPlan* plan) {
   if (distributed() && group_error_.ok()) {
     // Data-parallel: the moments of the whole global batch, every rank's
     // samples (the means of the ranks' sums keep their ratios).
-    at::Tensor m =
-        torch::tensor({sum, sq, count}, torch::kDouble).to(params_[0].device());
+    at::Tensor m = HostValuesToDevice(std::vector<double>{sum, sq, count},
+                                      params_[0].device());
     std::vector<at::Tensor> one = {m};
     if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
         !s.ok()) {
@@ -156,10 +157,8 @@ at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
     at::Tensor adv = mb.adv;
     if (options_.algorithm != "grpo" && options_.normalize_advantages)
       adv = (adv - plan.adv_mean) / (plan.adv_std + 1e-8);
-    const at::Tensor prox = plan.prox.index_select(
-        0, torch::tensor(idx, torch::TensorOptions()
-                                  .dtype(torch::kLong)
-                                  .device(plan.prox.device())));
+    const at::Tensor prox =
+        plan.prox.index_select(0, HostValuesToDevice(idx, plan.prox.device()));
     EvalResult e = Evaluate(mb.in, mb.tokens);
     PpoLossTerms terms = Loss(mb, e, prox, adv);
     const at::Tensor loss = terms.loss * loss_scale_;

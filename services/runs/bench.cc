@@ -34,14 +34,22 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len) {
+// A batch of random observations in staging memory (pinned for a GPU).
+PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len,
+                           const at::Device& device) {
   const int64_t h = c.env.image_height, w = c.env.image_width;
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, h, w, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, h, w, 3}, torch::kByte);
-  in.proprio = torch::randn({B, kProprioDim});
-  in.text = torch::randint(2, 8, {B, text_len}, torch::kLong);
-  in.text_len = torch::full({B}, text_len, torch::kLong);
+  in.agentview = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
+                     .random_(0, 256);
+  in.wrist = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
+                 .random_(0, 256);
+  in.proprio =
+      torch::empty({B, kProprioDim}, HostStaging(device, torch::kFloat))
+          .normal_();
+  in.text = torch::empty({B, text_len}, HostStaging(device, torch::kLong))
+                .random_(2, 8);
+  in.text_len =
+      torch::empty({B}, HostStaging(device, torch::kLong)).fill_(text_len);
   return in;
 }
 
@@ -51,7 +59,8 @@ void BenchInference(const Config& c, const EngineParts& parts, double seconds,
   const at::Device device(c.inference.device);
   policy->To(device);
   const int64_t B = std::min<int64_t>(c.batcher.max_batch, c.env.num_envs);
-  const PolicyInput in = SyntheticInput(c, B, parts.policy->max_text_len());
+  const PolicyInput in =
+      SyntheticInput(c, B, parts.policy->max_text_len(), device);
   // As an actor: the batch goes to the device, the values come back (the
   // batch's host sync).
   const bool bf16 = c.inference.precision == "bf16";

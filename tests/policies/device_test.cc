@@ -62,7 +62,8 @@ TEST(HostStaging, PinsOnlyForAGpu) {
   EXPECT_TRUE(pinned.is_pinned());
 }
 
-PolicyInput Input(int64_t B) {
+// B observations on the host, staged for `bound_for` (pinned for a GPU).
+PolicyInput Input(int64_t B, const at::Device& bound_for = at::kCPU) {
   PolicyInput in;
   in.agentview = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
   in.wrist = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
@@ -70,7 +71,42 @@ PolicyInput Input(int64_t B) {
   in.text = torch::randint(2, 16, {B, 5}, torch::kLong);
   in.text_len = torch::tensor(std::vector<int64_t>{5, 2, 3, 1}, torch::kLong)
                     .narrow(0, 0, B);
+  if (bound_for.is_cuda()) {
+    for (at::Tensor* t : {&in.agentview, &in.wrist, &in.proprio, &in.text}) {
+      *t = t->pin_memory();
+    }
+  }
   return in;
+}
+
+TEST(HostStaging, ValuesReachTheDeviceInOrder) {
+  const at::Tensor v =
+      HostValuesToDevice(std::vector<int64_t>{4, -1, 7}, at::kCPU);
+  EXPECT_TRUE(torch::equal(v, torch::tensor({4, -1, 7}, torch::kLong)));
+  const at::Tensor d = HostValuesToDevice(std::vector<double>{0.5}, at::kCPU);
+  EXPECT_EQ(d.scalar_type(), torch::kDouble);
+  EXPECT_EQ(d.item<double>(), 0.5);
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << kNoGpu;
+  const at::Device gpu(at::kCUDA, 0);
+  EXPECT_TRUE(torch::equal(
+      HostValuesToDevice(std::vector<int64_t>{4, -1, 7}, gpu).cpu(),
+      torch::tensor({4, -1, 7}, torch::kLong)));
+}
+
+TEST(HostStaging, ToDeviceRefusesPageableHostMemoryForAGpu) {
+  // On the CPU nothing moves, pinned or not.
+  const at::Tensor host = torch::ones({3});
+  EXPECT_TRUE(ToDevice(host, at::kCPU).is_same(host));
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << kNoGpu;
+  const at::Device gpu(at::kCUDA, 0);
+  try {
+    (void)ToDevice(host, gpu);
+    ADD_FAILURE() << "a pageable host tensor was copied to the GPU";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pageable"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(ToDevice(host.pin_memory(), gpu).is_cuda());
 }
 
 TEST(TinyVLAOnGpu, EvaluateAgreesWithTheCpuAndKeepsLengthsOnTheHost) {
@@ -81,7 +117,7 @@ TEST(TinyVLAOnGpu, EvaluateAgreesWithTheCpuAndKeepsLengthsOnTheHost) {
   std::shared_ptr<TrainablePolicy> on_gpu = cpu.Snapshot(0);
   on_gpu->To(gpu);
   EXPECT_EQ(on_gpu->device(), gpu);
-  const PolicyInput in = Input(4);
+  const PolicyInput in = Input(4, gpu);
   const PolicyInput moved = ToDevice(in, gpu);
   EXPECT_TRUE(moved.agentview.is_cuda());
   EXPECT_FALSE(moved.text_len.is_cuda());
@@ -102,7 +138,7 @@ TEST(TinyVLAOnGpu, Bf16AutocastStaysCloseToFp32) {
   torch::manual_seed(4);
   TinyVLAPolicy policy(TinyVLA(TinyVLAOptions().vocab_size(16).chunk(3)), 0);
   policy.To(gpu);
-  const PolicyInput in = ToDevice(Input(4), gpu);
+  const PolicyInput in = ToDevice(Input(4, gpu), gpu);
   const at::Tensor tokens = torch::randint(
       0, 256, {4, 3, 7}, torch::TensorOptions(torch::kLong).device(gpu));
   const at::Tensor fp32 = policy.Evaluate(in, tokens).log_probs;
