@@ -24,6 +24,7 @@
 #include "services/options/engine_config.h"
 #include "services/runs/engine_run.h"
 #include "services/runs/env_stage_bench.h"
+#include "services/runs/stage_drivers.h"
 
 namespace rlvla3 {
 namespace {
@@ -34,102 +35,35 @@ double Since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A batch of random observations in staging memory (pinned for a GPU).
-PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len,
-                           const at::Device& device) {
-  const int64_t h = c.env.image_height, w = c.env.image_width;
-  PolicyInput in;
-  in.agentview = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
-                     .random_(0, 256);
-  in.wrist = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
-                 .random_(0, 256);
-  in.proprio =
-      torch::empty({B, kProprioDim}, HostStaging(device, torch::kFloat))
-          .normal_();
-  in.text = torch::empty({B, text_len}, HostStaging(device, torch::kLong))
-                .random_(2, 8);
-  in.text_len =
-      torch::empty({B}, HostStaging(device, torch::kLong)).fill_(text_len);
-  return in;
-}
-
+// Each stage alone is timed after its warm-up (kernels, allocator growth,
+// AdamW's state) over at least `seconds` and a few units of work, so a slow
+// stage's window is not one step that carries the warm-up.
 void BenchInference(const Config& c, const EngineParts& parts, double seconds,
                     StageAlone* out) {
-  const std::shared_ptr<TrainablePolicy> policy = parts.policy->Snapshot(0);
-  const at::Device device(c.inference.device);
-  policy->To(device);
-  const int64_t B = std::min<int64_t>(c.batcher.max_batch, c.env.num_envs);
-  const PolicyInput in =
-      SyntheticInput(c, B, parts.policy->max_text_len(), device);
-  // As an actor: the batch goes to the device, the values come back (the
-  // batch's host sync).
-  const bool bf16 = c.inference.precision == "bf16";
-  auto act = [&] {
-    AutocastGuard autocast(device, bf16);
-    policy->Act(ToDevice(in, device), false).values.to(torch::kCPU);
-  };
-  act();  // warm-up
-  int64_t n = 0;
+  InferenceStageDriver inference(c, parts);
+  inference.Batch();  // warm-up
+  inference.Batch();
+  int64_t n = 0, calls = 0;
   const auto t0 = Clock::now();
-  while (Since(t0) < seconds) {
-    act();
-    n += B;
+  while (Since(t0) < seconds || calls < 5) {
+    inference.Batch();
+    n += inference.batch_size();
+    ++calls;
   }
-  out->inference_batch = static_cast<int>(B);
+  out->inference_batch = static_cast<int>(inference.batch_size());
   out->inference_obs_per_s = static_cast<double>(n) / Since(t0);
 }
 
 void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
                   StageAlone* out) {
-  // Trains the bench's own copy (the engine runs build theirs).
-  const int64_t L = parts.policy->max_text_len();
-  at::Tensor text = torch::randint(2, 8, {1, L}, torch::kLong);
-  at::Tensor lens = torch::full({1}, L, torch::kLong);
-  LearnerOptions lo = LearnerOptionsFromConfig(c.rl);
-  lo.algorithm = "ppo";  // synthetic segments: no GRPO groups
-  lo.global_units = c.env.num_envs * c.rl.rollout_len;
-  lo.max_policy_lag = 1000000;
-  lo.device = at::Device(c.learner.device);
-  lo.publish_device = at::Device(c.inference.device);
-  lo.bf16 = c.learner.precision == "bf16";
-  LearnerCore learner(parts.policy, text, lens, lo, 0);
-  SegmentShape shape;
-  shape.width = static_cast<int>(c.env.image_width);
-  shape.height = static_cast<int>(c.env.image_height);
-  shape.chunk = parts.policy->chunk();
-  shape.capacity = static_cast<int>(c.rl.rollout_len);
-  std::vector<std::unique_ptr<RolloutSegment>> segs;
-  std::mt19937 rng(static_cast<uint32_t>(c.run.seed));
-  for (int64_t i = 0; i < c.env.num_envs; ++i) {
-    auto s = std::make_unique<RolloutSegment>(shape);
-    for (auto& b : s->agentview) b = static_cast<uint8_t>(rng());
-    for (auto& b : s->wrist) b = static_cast<uint8_t>(rng());
-    for (auto& b : s->tokens) b = static_cast<uint8_t>(rng());
-    segs.push_back(std::move(s));
-  }
+  LearnerStageDriver learner(c, parts);
+  learner.Step();  // warm-up
   int64_t trained = 0, steps = 0;
   const HostSyncCounter syncs;  // this thread's, while the loop runs
   const auto t0 = Clock::now();
-  while (Since(t0) < seconds) {
-    std::vector<RolloutSegment*> batch;
-    for (auto& s : segs) {
-      s->Clear();
-      s->n = shape.capacity;
-      s->has_bootstrap = true;
-      std::fill(s->executed.begin(), s->executed.end(), 1);
-      std::fill(s->log_probs.begin(), s->log_probs.end(), -5.0f);
-      for (int t = 0; t < s->n; ++t)
-        s->rewards[t] = static_cast<float>(rng() % 2);
-      batch.push_back(s.get());
-    }
-    learner.Add(batch);
-    while (learner.CanTrain()) learner.TrainMicroBatch();
-    if (learner.ReadyToStep()) {
-      trained += learner.Step().samples;
-      ++steps;
-    }
-    learner.MakeSnapshot();  // the publish cost is the learner's too
-    learner.TakeConsumed();
+  while (Since(t0) < seconds || steps < 3) {
+    trained += learner.Step();
+    ++steps;
   }
   out->learner_samples_per_s = static_cast<double>(trained) / Since(t0);
   if (syncs.available() && steps > 0) {
@@ -321,6 +255,13 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   if (absl::Status s = BenchStagesAlone(c, *parts, pool, duration_s, &r);
       !s.ok()) {
     return s;
+  }
+  if (placement.profile) {
+    absl::StatusOr<ProfileFigures> p =
+        ProfileStages(c, *parts, run_dir + "/profile_trace.json");
+    if (!p.ok()) return p.status();
+    r.profiled = true;
+    r.profile = *p;
   }
   if (placement.processes) {
     absl::StatusOr<EnvProcessesRun> e =

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
 #include "services/runs/bench_processes.h"
+#include "services/runs/bench_profile.h"
 #include "services/runs/engine_run.h"
 #include "services/runs/env_stage_bench.h"
 
@@ -74,6 +75,8 @@ struct BenchResult {
   double stage_limit = 0, core_limit = 0, pipeline_limit = 0;
   double pipeline_efficiency = 0;  // async / pipeline limit
   std::string bottleneck, advice;
+  bool profiled = false;  // --profile
+  ProfileFigures profile;
 };
 
 // What to do about an env-bound run: add env workers only where the probe
@@ -101,6 +104,9 @@ std::string StageBoundAdvice(const std::string& stage, const BenchResult& r);
 struct BenchPlacement {
   bool processes = false;
   std::string binary;
+  // `bench --profile`: trace a few inference batches and optimizer steps of
+  // the stages alone into <run folder>/profile_trace.json (bench_profile.h).
+  bool profile = false;
 };
 
 absl::StatusOr<BenchResult> RunBench(const Config& c,

@@ -164,8 +164,26 @@ std::string FormatBenchTable(const BenchResult& r) {
       r.core_limit, r.pipeline_efficiency, r.ratio_async_over_sync,
       r.bottleneck, r.advice);
   if (r.processes_sync.ran || r.processes_async.ran) AppendProcesses(r, &out);
+  if (r.profiled) out += FormatProfile(r.profile);
   return out;
 }
+
+namespace {
+
+std::string ProfileJson(const BenchResult& r) {
+  if (!r.profiled) return "null";
+  const ProfileFigures& p = r.profile;
+  return absl::StrFormat(
+      "{\"trace\": \"%s\", \"batches\": %d, \"steps\": %d, "
+      "\"inference_ops_per_batch\": %.1f, \"inference_kernels_per_batch\": "
+      "%.1f, \"learner_ops_per_step\": %.1f, \"learner_kernels_per_step\": "
+      "%.1f}",
+      p.trace_path, p.batches, p.steps, p.inference_ops_per_batch,
+      p.inference_kernels_per_batch, p.learner_ops_per_step,
+      p.learner_kernels_per_step);
+}
+
+}  // namespace
 
 std::string BenchJson(const BenchResult& r) {
   auto processes = [](const ProcessRun& p) -> std::string {
@@ -223,7 +241,7 @@ std::string BenchJson(const BenchResult& r) {
       "\"advice\": \"%s\",\n  \"processes\": {\"sync\": %s, \"async\": "
       "%s, \"env_alone_processes\": %d, \"env_alone_frames_per_s\": %.3f, "
       "\"limit_frames_per_s\": %.3f, \"limit_bound\": \"%s\", "
-      "\"efficiency\": %.4f}\n}\n",
+      "\"efficiency\": %.4f},\n  \"profile\": %s\n}\n",
       r.config_path, r.latency, r.duration_s, r.cores, r.allocator, r.gpus,
       r.inference_device, r.inference_precision, r.learner_device,
       r.learner_precision, r.policy_millions, r.alone.env.frames_per_s,
@@ -238,7 +256,8 @@ std::string BenchJson(const BenchResult& r) {
       r.pipeline_efficiency, r.bottleneck, r.advice,
       processes(r.processes_sync), processes(r.processes_async),
       r.alone.env_processes, r.alone.env_processes_frames_per_s,
-      r.processes_limit, r.processes_bound, r.processes_efficiency);
+      r.processes_limit, r.processes_bound, r.processes_efficiency,
+      ProfileJson(r));
 }
 
 Report BenchReport(const BenchResult& r) {

@@ -122,6 +122,7 @@ int VerbBench(const VerbArgs& f) {
                  where.c_str());
     return kExitUsage;
   }
+  placement.profile = f.Has("--profile");
   absl::StatusOr<BenchResult> r =
       RunBench(*c, config_name, *dir, duration, placement);
   if (!r.ok()) {
@@ -160,10 +161,14 @@ Verb BenchVerb() {
       "  --placement processes   also run async as separate processes (up\n"
       "                          --local) in the same table (default: "
       "process;\n"
-      "                          sync runs in one process only)\n",
+      "                          sync runs in one process only)\n"
+      "  --profile               also trace a few inference batches and\n"
+      "                          optimizer steps (LibTorch's profiler) into\n"
+      "                          <run folder>/profile_trace.json (Perfetto)\n"
+      "                          and print ops and GPU kernels per batch\n",
       {"--mode", "--duration", "--json", "--placement", "--env-workers",
        "--envs-per-worker"},
-      {},
+      {"--profile"},
       VerbBench};
 }
 

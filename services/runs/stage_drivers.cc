@@ -1,0 +1,131 @@
+#include "services/runs/stage_drivers.h"
+
+#include <c10/core/InferenceMode.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "envs/sim_env.h"
+#include "policies/device.h"
+#include "runtime/rollout_segment.h"
+#include "services/learner/learner_core.h"
+#include "services/options/engine_config.h"
+
+namespace rlvla3 {
+namespace {
+
+// A batch of random observations in staging memory (pinned for a GPU).
+PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len,
+                           const at::Device& device) {
+  const int64_t h = c.env.image_height, w = c.env.image_width;
+  PolicyInput in;
+  in.agentview = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
+                     .random_(0, 256);
+  in.wrist = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
+                 .random_(0, 256);
+  in.proprio =
+      torch::empty({B, kProprioDim}, HostStaging(device, torch::kFloat))
+          .normal_();
+  in.text = torch::empty({B, text_len}, HostStaging(device, torch::kLong))
+                .random_(2, 8);
+  in.text_len =
+      torch::empty({B}, HostStaging(device, torch::kLong)).fill_(text_len);
+  return in;
+}
+
+}  // namespace
+
+struct InferenceStageDriver::Impl {
+  std::shared_ptr<TrainablePolicy> policy;
+  at::Device device{at::kCPU};
+  bool bf16 = false;
+  int64_t batch = 0;
+  PolicyInput in;
+};
+
+InferenceStageDriver::InferenceStageDriver(const Config& c,
+                                           const EngineParts& parts)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->policy = parts.policy->Snapshot(0);
+  impl_->device = at::Device(c.inference.device);
+  impl_->policy->To(impl_->device);
+  impl_->bf16 = c.inference.precision == "bf16";
+  impl_->batch = std::min<int64_t>(c.batcher.max_batch, c.env.num_envs);
+  impl_->in = SyntheticInput(c, impl_->batch, parts.policy->max_text_len(),
+                             impl_->device);
+}
+
+InferenceStageDriver::~InferenceStageDriver() = default;
+
+int64_t InferenceStageDriver::batch_size() const { return impl_->batch; }
+
+void InferenceStageDriver::Batch() {
+  c10::InferenceMode inference_mode;  // as the inference server
+  AutocastGuard autocast(impl_->device, impl_->bf16);
+  impl_->policy->Act(ToDevice(impl_->in, impl_->device), false)
+      .values.to(torch::kCPU);
+}
+
+struct LearnerStageDriver::Impl {
+  std::unique_ptr<LearnerCore> core;
+  SegmentShape shape;
+  std::vector<std::unique_ptr<RolloutSegment>> segs;
+  std::mt19937 rng;
+};
+
+LearnerStageDriver::LearnerStageDriver(const Config& c,
+                                       const EngineParts& parts)
+    : impl_(std::make_unique<Impl>()) {
+  const int64_t L = parts.policy->max_text_len();
+  at::Tensor text = torch::randint(2, 8, {1, L}, torch::kLong);
+  at::Tensor lens = torch::full({1}, L, torch::kLong);
+  LearnerOptions lo = LearnerOptionsFromConfig(c.rl);
+  lo.algorithm = "ppo";  // synthetic segments: no GRPO groups
+  lo.global_units = c.env.num_envs * c.rl.rollout_len;
+  lo.max_policy_lag = 1000000;
+  lo.device = at::Device(c.learner.device);
+  lo.publish_device = at::Device(c.inference.device);
+  lo.bf16 = c.learner.precision == "bf16";
+  impl_->core = std::make_unique<LearnerCore>(parts.policy, text, lens, lo, 0);
+  SegmentShape& shape = impl_->shape;
+  shape.width = static_cast<int>(c.env.image_width);
+  shape.height = static_cast<int>(c.env.image_height);
+  shape.chunk = parts.policy->chunk();
+  shape.capacity = static_cast<int>(c.rl.rollout_len);
+  impl_->rng.seed(static_cast<uint32_t>(c.run.seed));
+  for (int64_t i = 0; i < c.env.num_envs; ++i) {
+    auto s = std::make_unique<RolloutSegment>(shape);
+    for (auto& b : s->agentview) b = static_cast<uint8_t>(impl_->rng());
+    for (auto& b : s->wrist) b = static_cast<uint8_t>(impl_->rng());
+    for (auto& b : s->tokens) b = static_cast<uint8_t>(impl_->rng());
+    impl_->segs.push_back(std::move(s));
+  }
+}
+
+LearnerStageDriver::~LearnerStageDriver() = default;
+
+int64_t LearnerStageDriver::Step() {
+  std::vector<RolloutSegment*> batch;
+  for (auto& s : impl_->segs) {
+    s->Clear();
+    s->n = impl_->shape.capacity;
+    s->has_bootstrap = true;
+    std::fill(s->executed.begin(), s->executed.end(), 1);
+    std::fill(s->log_probs.begin(), s->log_probs.end(), -5.0f);
+    for (int t = 0; t < s->n; ++t)
+      s->rewards[t] = static_cast<float>(impl_->rng() % 2);
+    batch.push_back(s.get());
+  }
+  LearnerCore& core = *impl_->core;
+  core.Add(batch);
+  while (core.CanTrain()) core.TrainMicroBatch();
+  int64_t trained = 0;
+  if (core.ReadyToStep()) trained = core.Step().samples;
+  core.MakeSnapshot();  // the publish cost is the learner's too
+  core.TakeConsumed();
+  return trained;
+}
+
+}  // namespace rlvla3
