@@ -7,6 +7,9 @@
 #   the packages and writes .device/env.sh; its own configure is stopped there, the wheel's
 #   bundled fmt and protobuf headers (which the kit moves aside) are put back, and the
 #   project's CMake builds against the wheel as it comes (cmake/RlVla3TorchWheel.cmake).
+# anchor: bench/anchor/compare.py on the GPU (d128x2, d512x8, d768x14; batch 8/64/256, learner
+#   64) and on the CPU (d128x2), the plain-PyTorch anchor and C++ interleaved, medians of 2.
+# profile: bench --profile on the GPU at 1.44 M and 106 M (Chrome traces, kernels per batch).
 # figures: inference obs/s at batch 8/64/256 and learner samples/s at 64, 1.44 M and 106 M
 #   parameters, the CPU with 16 threads in fp32, the GPU in bf16.
 # bench: bench_cpu and bench_libero_latency with both roles on the CPU, then on the GPU at
@@ -155,6 +158,23 @@ for phase in "${phases[@]}"; do
           --learner-batch 8 --threads 16 --seconds 2 --json "$OUT/device_figures_cpu_big.jsonl"
       } 2>&1 | tee "$OUT/device_figures.txt"
       echo "figures in $(( $(date +%s) - t0 )) s" ;;
+    anchor)  # issue 40: C++ vs the plain-PyTorch anchor, same checkpoint and work
+      source .device/env.sh
+      t0=$(date +%s)
+      timeout "${ANCHOR_S:-300}" python3 bench/anchor/compare.py --same-work "$B/bench/same_work" \
+        --python python3 --device cuda --sizes "${ANCHOR_SIZES:-128x2x4,512x8x8,768x14x12}" \
+        --batches 8,64,256 --learner-batch 64 --seconds "${ANCHOR_SECONDS:-1.5}" --repeats 2 \
+        --threads 16 --out "$OUT/anchor_gpu" 2>&1 | tee "$OUT/anchor_gpu.txt"
+      timeout 120 python3 bench/anchor/compare.py --same-work "$B/bench/same_work" \
+        --python python3 --device cpu --sizes 128x2x4 --batches 8,64 --learner-batch 64 \
+        --seconds 1.5 --repeats 2 --threads 16 --out "$OUT/anchor_cpu" 2>&1 | tee "$OUT/anchor_cpu.txt"
+      echo "anchor in $(( $(date +%s) - t0 )) s" ;;
+    profile)  # issue 40: bench --profile's trace and kernel counts, GPU small and big
+      source .device/env.sh
+      SECONDS_PER_MODE=${PROFILE_SECONDS:-6} bench profile_gpu_small bench_cpu "${GPU[@]}" --profile
+      SECONDS_PER_MODE=${PROFILE_SECONDS:-6} bench profile_gpu_big bench_cpu "${GPU[@]}" "${BIG[@]}" \
+        --profile
+      grep -h -A1 "^profile" "$OUT"/bench_profile_gpu_*.txt ;;
     bench)
       source .device/env.sh
       for cfg in bench_cpu bench_libero_latency; do

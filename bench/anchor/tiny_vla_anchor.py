@@ -235,13 +235,12 @@ def param_groups(net):
 
 
 def make_optimizer(net, kind):
-    groups = param_groups(net)
-    if kind == "fused":
-        try:
-            return torch.optim.AdamW(groups, fused=True), "fused"
-        except (TypeError, RuntimeError):
-            kind = "foreach"
-    return torch.optim.AdamW(groups, foreach=True), "foreach"
+    """AdamW with `kind` ("foreach" or "fused"), or None where this torch or
+    device has no such implementation."""
+    try:
+        return torch.optim.AdamW(param_groups(net), **{kind: True})
+    except (TypeError, RuntimeError, ValueError):
+        return None
 
 
 def ppo_loss(logits, values, tokens, behav, adv, ret, clip=0.2, is_cap=2.0,
@@ -262,10 +261,9 @@ def ppo_loss(logits, values, tokens, behav, adv, ret, clip=0.2, is_cap=2.0,
     return loss - entropy_coef * (entropy * w).sum()
 
 
-def time_learner(net, device, B, seconds, optimizer):
+def time_learner(net, device, B, seconds, opt):
     batch = Batch(net, B, device)
     net.train()
-    opt, kind = make_optimizer(net, optimizer)
     params = [p for grp in opt.param_groups for p in grp["params"]]
     o, g = net.o, torch.Generator().manual_seed(1)
     tokens = torch.randint(0, o["bins"], (B, o["chunk"], o["action_dim"]), generator=g).to(device)
@@ -286,7 +284,7 @@ def time_learner(net, device, B, seconds, optimizer):
             else torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         torch.stack([loss.detach().float(), norm.float()]).cpu()  # the step's one host read
-    return measure(seconds, B, call), kind
+    return measure(seconds, B, call)
 
 
 def check(net, dump, device):
@@ -322,7 +320,8 @@ def main(argv):
     ap.add_argument("--learner-batch", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--optimizer", choices=["foreach", "fused"], default="foreach")
+    ap.add_argument("--optimizers", default="foreach,fused",
+                    help="AdamW implementations to time; the fastest is the anchor's learner row")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     if a.threads > 0:
@@ -343,15 +342,23 @@ def main(argv):
         rows.append({"what": "inference", "batch": B,
                      "per_s": time_inference(net, device, B, a.seconds)})
     if a.learner_batch > 0:
-        per_s, kind = time_learner(net, device, a.learner_batch, a.seconds, a.optimizer)
-        rows.append({"what": "learner", "batch": a.learner_batch, "per_s": per_s,
-                     "optimizer": kind})
+        timed = {}
+        for kind in a.optimizers.split(","):
+            opt = make_optimizer(net, kind)
+            if opt is not None:
+                timed[kind] = time_learner(net, device, a.learner_batch, a.seconds, opt)
+        best = max(timed, key=timed.get)
+        for kind, per_s in timed.items():
+            rows.append({"what": f"learner_{kind}", "batch": a.learner_batch, "per_s": per_s})
+        rows.append({"what": "learner", "batch": a.learner_batch, "per_s": timed[best],
+                     "optimizer": best})
     params = sum(p.numel() for p in net.parameters())
     for r in rows:
         r.update({"side": "anchor", "torch": torch.__version__, "device": device_name(device),
                   "params": params, "d_model": net.o["d_model"], "layers": net.o["layers"],
                   "heads": net.o["heads"], "threads": torch.get_num_threads()})
-        print(f"anchor {r['what']:9s} batch {r['batch']:4d}: {r['per_s']:10.1f} /s", flush=True)
+        print(f"anchor {r['what']:15s} batch {r['batch']:4d}: {r['per_s']:10.1f} /s"
+              + (f" (AdamW {r['optimizer']})" if "optimizer" in r else ""), flush=True)
     if a.json:
         with open(a.json, "w") as f:
             for r in rows:
