@@ -56,6 +56,11 @@ void TinyVLAPolicy::SetTraining(bool training) { net_->train(training); }
 
 void TinyVLAPolicy::To(const at::Device& device) { net_->to(device); }
 
+absl::Status TinyVLAPolicy::ToDtype(at::ScalarType dtype) {
+  net_->to(dtype);  // floating-point parameters and buffers only
+  return absl::OkStatus();
+}
+
 at::Device TinyVLAPolicy::device() const {
   return net_->parameters().front().device();
 }

@@ -38,6 +38,7 @@ class TinyVLAPolicy final : public TrainablePolicy {
   at::Tensor Values(const PolicyInput& in) override;
   void SetTraining(bool training) override;
   void To(const at::Device& device) override;
+  absl::Status ToDtype(at::ScalarType dtype) override;
   at::Device device() const override;
   std::shared_ptr<TrainablePolicy> Snapshot(uint64_t version) override;
   const char* kind() const override { return "tiny_vla"; }

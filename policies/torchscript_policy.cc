@@ -127,6 +127,14 @@ void TorchScriptPolicy::To(const at::Device& device) {
   device_ = device;
 }
 
+absl::Status TorchScriptPolicy::ToDtype(at::ScalarType dtype) {
+  // A user's module may compute in its parameters' type in ways it never
+  // meant for bf16: it is served as it is (under autocast where asked).
+  return absl::UnimplementedError(
+      absl::StrCat("a TorchScript policy is served in its own precision, not ",
+                   c10::toString(dtype)));
+}
+
 at::Device TorchScriptPolicy::device() const { return device_; }
 
 std::shared_ptr<TrainablePolicy> TorchScriptPolicy::Snapshot(uint64_t version) {

@@ -53,6 +53,10 @@ class TrainablePolicy : public Policy {
   // Moves every parameter and buffer to `device` (policies/device.h);
   // Act and Evaluate then expect their inputs there (text_len on the host).
   virtual void To(const at::Device& device) = 0;
+  // Casts every floating-point parameter and buffer to `dtype`: a serving
+  // copy in bf16 (policies/serving_weights.h). Unimplemented where the
+  // policy is served only in its own precision.
+  virtual absl::Status ToDtype(at::ScalarType dtype) = 0;
   virtual at::Device device() const = 0;
   // A deep copy with gradients off, reporting `version`: the inference
   // server's snapshot, unaffected by later optimizer steps.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policies/device.h"
+#include "policies/serving_weights.h"
 #include "runtime/steady_clock.h"
 #include "runtime/torch_status.h"
 
@@ -82,16 +83,24 @@ void InferenceServer::Start(std::function<void()> on_stop) {
   }
 }
 
+struct InferenceServer::ActorState {
+  std::shared_ptr<Policy> policy;
+  uint64_t version = ~0ull;
+  std::unique_ptr<ServingWeights> serving;  // with options.bf16
+  std::vector<ActionReply> replies;
+};
+
 absl::Status InferenceServer::Infer(
-    const std::vector<ObservationRequest>& batch,
-    std::vector<ActionReply>& replies, std::shared_ptr<Policy>& policy,
-    uint64_t& have_version) {
+    const std::vector<ObservationRequest>& batch, ActorState& actor) {
   const int64_t t0 = SteadyNowNs();
-  if (weights_->version() != have_version || policy == nullptr) {
+  if (weights_->version() != actor.version || actor.policy == nullptr) {
     WeightChannel<Policy>::Entry e = weights_->Latest();
-    policy = e.value;
-    have_version = e.version;
+    actor.policy =
+        actor.serving != nullptr ? actor.serving->Refresh(e.value) : e.value;
+    actor.version = e.version;
   }
+  const std::shared_ptr<Policy>& policy = actor.policy;
+  std::vector<ActionReply>& replies = actor.replies;
   for (const ObservationRequest& r : batch)
     request_dwell_ms_->Observe((t0 - r.submit_ns) / 1e6);
   // No autograd state at all (NoGradGuard still tracks versions and views):
@@ -141,10 +150,10 @@ HistogramSnapshot InferenceServer::batch_sizes() const {
 }
 
 absl::Status InferenceServer::ActorLoop() {
-  std::shared_ptr<Policy> policy;
-  uint64_t have_version = ~0ull;
+  ActorState actor;
+  if (options_.bf16)
+    actor.serving = std::make_unique<ServingWeights>(at::kBFloat16);
   std::vector<ObservationRequest> batch;
-  std::vector<ActionReply> replies;
   BoundedQueue<ObservationRequest>& requests = source_->requests();
   auto fail = [this](absl::Status s) {
     return threads_.stopping() ? absl::OkStatus() : s;
@@ -157,9 +166,7 @@ absl::Status InferenceServer::ActorLoop() {
       stage_->AddIdle(std::chrono::nanoseconds(SteadyNowNs() - w0));
       if (s == QueueStatus::kClosed) return absl::OkStatus();
       if (batch.empty()) continue;
-      if (absl::Status st = Infer(batch, replies, policy, have_version);
-          !st.ok())
-        return fail(st);
+      if (absl::Status st = Infer(batch, actor); !st.ok()) return fail(st);
     }
   }
   // Barrier: one batch of every env that is not parked (one actor).
@@ -178,8 +185,7 @@ absl::Status InferenceServer::ActorLoop() {
         static_cast<int>(batch.size()) < options_.full_batch()) {
       continue;
     }
-    if (absl::Status st = Infer(batch, replies, policy, have_version); !st.ok())
-      return fail(st);
+    if (absl::Status st = Infer(batch, actor); !st.ok()) return fail(st);
     batch.clear();
   }
 }

@@ -52,7 +52,9 @@ struct InferenceServerOptions {
   // Where the policies published to the weight channel live (the publisher
   // puts them there): batches are sent there and the replies read back.
   at::Device device{at::kCPU};
-  bool bf16 = false;  // Act under bf16 autocast (policies/device.h)
+  // Act under bf16 autocast (policies/device.h) on a bf16 copy of the
+  // weights, cast once per version (policies/serving_weights.h).
+  bool bf16 = false;
 };
 
 class InferenceServer {
@@ -76,11 +78,12 @@ class InferenceServer {
   HistogramSnapshot batch_sizes() const;
 
  private:
+  // What an actor keeps from batch to batch: the policy it serves at
+  // `version`, its bf16 serving copy (with options.bf16) and reply scratch.
+  struct ActorState;
   absl::Status ActorLoop();
-  // `replies` is the actor's scratch, reused from batch to batch.
   absl::Status Infer(const std::vector<ObservationRequest>& batch,
-                     std::vector<ActionReply>& replies,
-                     std::shared_ptr<Policy>& policy, uint64_t& have_version);
+                     ActorState& actor);
 
   InferenceServerOptions options_;
   ObservationSource* source_;
