@@ -10,9 +10,10 @@
 //   same_work time CHECKPOINT [--device cpu] [--batches 8,64]
 //       [--learner-batch 64] [--seconds 3] [--threads N] [--json FILE]
 //
-// Inference: the actor's path (a pageable batch copied into pinned staging
-// on a GPU, one copy to the device, TinyVLAPolicy::Act sampling, the tokens,
-// log-probs and values back in one host copy). Learner: the real LearnerCore
+// Inference: the actor's path (a frozen snapshot, served in bf16 on a GPU; a
+// pageable batch copied into pinned staging on a GPU, one copy to the device,
+// Act sampling under inference mode, the tokens, log-probs and values back in
+// one host copy). Learner: the real LearnerCore
 // (segments in, GAE, gather and staging, the packed forward, the PPO loss,
 // clipping, AdamW, one host read per step), micro-batch = global batch.
 // bf16 autocast on a GPU, fp32 on a CPU, as the anchor.
@@ -35,6 +36,7 @@
 #include "policies/device.h"
 #include "policies/host_sync_counter.h"
 #include "policies/safetensors.h"
+#include "policies/serving_weights.h"
 #include "policies/tiny_vla_policy.h"
 #include "services/learner/learner_core.h"
 
@@ -110,10 +112,16 @@ Measured Measure(double seconds, int64_t per_call, F&& call) {
   return m;
 }
 
-Measured Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
+// As an inference actor: a frozen snapshot, in bf16 on a GPU (the actor's
+// serving copy, policies/serving_weights.h).
+Measured Inference(TinyVLAPolicy& trained, const at::Device& device, int64_t B,
                    double seconds) {
   Batch batch(B, device);
-  policy.SetTraining(false);
+  ServingWeights serving(at::kBFloat16);
+  const std::shared_ptr<Policy> served =
+      device.is_cuda() ? serving.Refresh(trained.Snapshot(0))
+                       : std::shared_ptr<Policy>(trained.Snapshot(0));
+  Policy& policy = *served;
   return Measure(seconds, B, [&] {
     c10::InferenceMode inference_mode;  // as the inference server
     AutocastGuard autocast(device, device.is_cuda());
