@@ -219,6 +219,14 @@ void FindBottleneck(BenchResult* r) {
       r->pipeline_limit > 0
           ? r->async.summary.env_frames_per_s / r->pipeline_limit
           : 0;
+  if (r->pipeline_efficiency > 1.05) {
+    // The pipeline cannot beat its slowest stage alone: the limit is wrong
+    // (a stage alone measured slower than it runs in the pipeline).
+    r->advice += absl::StrFormat(
+        " (async ran at %.2f of the limit: a stage alone measured slow; the "
+        "limit is understated, not the pipeline fast)",
+        r->pipeline_efficiency);
+  }
   if (r->processes_async.ran) {
     const ProcessesBound p = ProcessesLimit(*r);
     r->processes_limit = p.frames_per_s;
