@@ -9,6 +9,8 @@
 //       anchor's `check`
 //   same_work time CHECKPOINT [--device cpu] [--batches 8,64]
 //       [--learner-batch 64] [--seconds 3] [--threads N] [--json FILE]
+//       [--epochs E --minibatches M]   (the multi-pass learner: its host
+//                                       syncs per optimizer step)
 //
 // Inference: the actor's path (a frozen snapshot, served in bf16 on a GPU; a
 // pageable batch copied into pinned staging on a GPU, one copy to the device,
@@ -53,6 +55,9 @@ struct Flags {
   double seconds = 3;
   int threads = 0;
   int d_model = 128, heads = 4, layers = 2;
+  // The learner's multi-pass update (ppo_epochs x minibatches optimizer
+  // steps per global batch); 1 x 1: the streaming single pass.
+  int epochs = 1, minibatches = 1;
   std::string json;
 };
 
@@ -166,11 +171,14 @@ std::vector<std::unique_ptr<RolloutSegment>> MakeSegments(
 }
 
 Measured Learner(const std::shared_ptr<TinyVLAPolicy>& policy,
-                 const at::Device& device, int B, double seconds) {
+                 const at::Device& device, int B, const Flags& f) {
+  const double seconds = f.seconds;
   const TinyVLAOptions& o = policy->net()->options();
   LearnerOptions lo;
-  lo.micro_batch = B;
+  lo.micro_batch = B / f.minibatches;
   lo.global_units = B;
+  lo.ppo_epochs = f.epochs;
+  lo.minibatches = f.minibatches;
   lo.device = device;
   lo.bf16 = device.is_cuda();
   lo.publish_device = device;
@@ -289,9 +297,12 @@ int Time(LoadedCheckpoint ck, const Flags& f) {
            params, o, *device);
   }
   if (f.learner_batch > 0) {
-    Report(json, "learner", f.learner_batch,
-           Learner(policy, *device, f.learner_batch, f.seconds), params, o,
-           *device);
+    // Per optimizer step: the multi-pass update takes epochs x minibatches.
+    Measured m = Learner(policy, *device, f.learner_batch, f);
+    const int steps = f.epochs * f.minibatches;
+    if (m.syncs_per_call >= 0) m.syncs_per_call /= steps;
+    Report(json, steps > 1 ? "learner_epochs" : "learner", f.learner_batch, m,
+           params, o, *device);
   }
   if (json != nullptr && std::fclose(json) != 0) {
     std::fprintf(stderr, "same_work: cannot write %s\n", f.json.c_str());
@@ -316,11 +327,12 @@ bool ParseFlag(const std::string& k, const std::string& v, Flags* f) {
   if (k == "--batches") return ParseInts(v, &f->batches);
   if (k == "--seconds")
     return absl::SimpleAtod(v, &f->seconds) && f->seconds > 0;
-  int* ints[] = {&f->learner_batch, &f->threads, &f->d_model, &f->heads,
-                 &f->layers};
-  const char* names[] = {"--learner-batch", "--threads", "--d-model", "--heads",
-                         "--layers"};
-  for (int i = 0; i < 5; ++i) {
+  int* ints[] = {&f->learner_batch, &f->threads, &f->d_model,    &f->heads,
+                 &f->layers,        &f->epochs,  &f->minibatches};
+  const char* names[] = {"--learner-batch", "--threads", "--d-model",
+                         "--heads",         "--layers",  "--epochs",
+                         "--minibatches"};
+  for (int i = 0; i < 7; ++i) {
     if (k == names[i]) return absl::SimpleAtoi(v, ints[i]) && *ints[i] >= 0;
   }
   return false;

@@ -165,6 +165,10 @@ for phase in "${phases[@]}"; do
         --python python3 --device cuda --sizes "${ANCHOR_SIZES:-128x2x4,512x8x8,768x14x12}" \
         --batches 8,64,256 --learner-batch 64 --seconds "${ANCHOR_SECONDS:-1.5}" --repeats 2 \
         --threads 16 --out "$OUT/anchor_gpu" 2>&1 | tee "$OUT/anchor_gpu.txt"
+      # Host syncs per optimizer step of the multi-pass learner (2 epochs x 2 minibatches).
+      timeout 60 "$B/bench/same_work" time "$OUT/anchor_gpu/d128x2" --device cuda --batches 64 \
+        --learner-batch 64 --epochs 2 --minibatches 2 --seconds 2 --threads 16 2>&1 \
+        | tee -a "$OUT/anchor_gpu.txt"
       timeout 120 python3 bench/anchor/compare.py --same-work "$B/bench/same_work" \
         --python python3 --device cpu --sizes 128x2x4 --batches 8,64 --learner-batch 64 \
         --seconds 1.5 --repeats 2 --threads 16 --out "$OUT/anchor_cpu" 2>&1 | tee "$OUT/anchor_cpu.txt"
