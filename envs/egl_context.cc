@@ -93,25 +93,6 @@ const Display& SharedDisplay(RenderBackend backend) {
 
 }  // namespace
 
-const char* RenderBackendName(RenderBackend b) {
-  switch (b) {
-    case RenderBackend::kAuto:
-      return "auto";
-    case RenderBackend::kGpu:
-      return "gpu";
-    case RenderBackend::kMesa:
-      return "mesa";
-  }
-  return "?";
-}
-
-std::optional<RenderBackend> ParseRenderBackend(absl::string_view name) {
-  if (name == "auto") return RenderBackend::kAuto;
-  if (name == "gpu") return RenderBackend::kGpu;
-  if (name == "mesa") return RenderBackend::kMesa;
-  return std::nullopt;
-}
-
 bool HasGpuEglDevice() {
   return SharedDisplay(RenderBackend::kGpu).dpy != EGL_NO_DISPLAY;
 }

@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/render_choices.h"
 
 namespace rlvla3 {
 
@@ -35,11 +36,8 @@ namespace rlvla3 {
 //          env workers of one process (the threads wait on the driver),
 //          Mesa 140 / 329 / 631 / 733 / 692; NVIDIA EGL as 8 processes of
 //          one worker gave 3,199 (README, "Rendering").
-enum class RenderBackend { kAuto, kGpu, kMesa };
+// RenderBackend and its names: runtime/render_choices.h.
 inline constexpr int kMaxGpuRenderThreads = 2;
-
-const char* RenderBackendName(RenderBackend b);  // "auto", "gpu", "mesa"
-std::optional<RenderBackend> ParseRenderBackend(absl::string_view name);
 // True if a GPU vendor's EGL device initialises here.
 bool HasGpuEglDevice();
 // kAuto resolved for a process rendering on `render_threads` threads.

@@ -185,7 +185,7 @@ absl::StatusOr<std::unique_ptr<EnvPool>> EnvPool::Create(
       "env pool: {} envs on {} worker threads, {}x{} cameras ({}); latency "
       "model: {}",
       o.num_envs, threads, o.env.image_width, o.env.image_height,
-      o.env.render ? RenderBackendName(resolved.env.render_backend)
+      o.env.render ? kRenderBackendNames.Name(resolved.env.render_backend)
                    : "not rendered",
       o.latency.Describe());
   // Every env starts ready with its reset observation.

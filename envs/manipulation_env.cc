@@ -7,25 +7,6 @@
 
 namespace rlvla3 {
 
-const char* ReadbackName(Readback r) {
-  switch (r) {
-    case Readback::kAuto:
-      return "auto";
-    case Readback::kPerImage:
-      return "per_image";
-    case Readback::kBatched:
-      return "batched";
-  }
-  return "?";
-}
-
-std::optional<Readback> ParseReadback(absl::string_view name) {
-  for (Readback r :
-       {Readback::kAuto, Readback::kPerImage, Readback::kBatched}) {
-    if (name == ReadbackName(r)) return r;
-  }
-  return std::nullopt;
-}
 namespace {
 
 constexpr int kSettleSteps =

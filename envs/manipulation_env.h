@@ -37,6 +37,7 @@
 #include "envs/renderer.h"
 #include "envs/sim_env.h"
 #include "envs/task.h"
+#include "runtime/render_choices.h"
 
 namespace rlvla3 {
 
@@ -48,9 +49,7 @@ namespace rlvla3 {
 //              waits for the GPU: one wait per sweep instead of two per
 //              frame), kPerImage on Mesa llvmpipe (batched measured 0-20%
 //              slower there). Measured on an H200 node (README, Rendering).
-enum class Readback { kAuto, kPerImage, kBatched };
-const char* ReadbackName(Readback r);  // "auto", "per_image", "batched"
-std::optional<Readback> ParseReadback(absl::string_view name);
+// Readback and its names: runtime/render_choices.h.
 
 struct EnvOptions {
   int image_width = 128;

@@ -195,15 +195,7 @@ const TaskSpec* FindTask(const std::string& name) {
 }
 
 const char* TaskFamilyName(TaskFamily f) {
-  switch (f) {
-    case TaskFamily::kSpatial:
-      return "spatial";
-    case TaskFamily::kObject:
-      return "object";
-    case TaskFamily::kGoal:
-      return "goal";
-  }
-  return "unknown";
+  return kTaskFamilyNames.Name(f, "unknown");
 }
 
 InitialState SampleInitialState(const TaskSpec& task, int init_id) {

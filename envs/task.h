@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "envs/scene.h"
+#include "runtime/enum_names.h"
 
 namespace rlvla3 {
 
@@ -47,6 +48,10 @@ struct Placement {
 };
 
 enum class TaskFamily { kSpatial, kObject, kGoal };
+inline constexpr EnumNames<TaskFamily, 3> kTaskFamilyNames{
+    {{{TaskFamily::kSpatial, "spatial"},
+      {TaskFamily::kObject, "object"},
+      {TaskFamily::kGoal, "goal"}}}};
 
 struct TaskSpec {
   std::string name;  // identifier, e.g. "put_red_cube_in_bowl"

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "concurrentqueue/concurrentqueue.h"
 #include "concurrentqueue/lightweightsemaphore.h"
+#include "runtime/enum_names.h"
 
 namespace rlvla3 {
 
@@ -52,10 +53,24 @@ enum class QueueStatus {
   kClosed,   // the queue is closed (and, for pops, drained)
 };
 
+inline constexpr EnumNames<OverflowPolicy, 3> kOverflowPolicyNames{
+    {{{OverflowPolicy::kBlock, "block"},
+      {OverflowPolicy::kDropOldest, "drop_oldest"},
+      {OverflowPolicy::kReject, "reject"}}}};
+inline constexpr EnumNames<QueueStatus, 4> kQueueStatusNames{
+    {{{QueueStatus::kOk, "ok"},
+      {QueueStatus::kTimeout, "timeout"},
+      {QueueStatus::kFull, "full"},
+      {QueueStatus::kClosed, "closed"}}}};
+
 // Returns "block" / "drop_oldest" / "reject".
-absl::string_view OverflowPolicyName(OverflowPolicy p);
+inline absl::string_view OverflowPolicyName(OverflowPolicy p) {
+  return kOverflowPolicyNames.Name(p, "unknown");
+}
 // Returns "ok" / "timeout" / "full" / "closed".
-absl::string_view QueueStatusName(QueueStatus s);
+inline absl::string_view QueueStatusName(QueueStatus s) {
+  return kQueueStatusNames.Name(s, "unknown");
+}
 
 // moodycamel traits: a large per-producer block index so that a producer can
 // hold up to kMaxQueueCapacity items without the index having to grow.

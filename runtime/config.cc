@@ -5,18 +5,16 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/device_name.h"
 #include "runtime/fault_plan.h"
+#include "runtime/render_choices.h"
 
 namespace rlvla3 {
 namespace {
-
-const std::vector<std::string> kOverflowChoices = {"block", "drop_oldest",
-                                                   "reject"};
 
 void DescribeQueue(const std::string& key, QueueConfig* q, ConfigSchema* s) {
   s->Int(key + ".capacity", &q->capacity,
          {1, static_cast<int64_t>(kMaxQueueCapacity)},
          "items the queue holds at most");
-  s->Choice(key + ".overflow", &q->overflow, kOverflowChoices,
+  s->Choice(key + ".overflow", &q->overflow, kOverflowPolicyNames.Names(),
             "what a push does when full");
   s->Int(key + ".max_producers", &q->max_producers, {1, 4096},
          "threads that push; storage is preallocated for them");
@@ -95,9 +93,9 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
          "every task's horizon in control steps, in training and eval (0: "
          "the task's own)");
   s->Choice("env.render_backend", &c->env.render_backend,
-            {"auto", "gpu", "mesa"},
+            kRenderBackendNames.Names(),
             "who renders: a GPU's EGL device, Mesa llvmpipe, or auto (README)");
-  s->Choice("env.readback", &c->env.readback, {"auto", "batched", "per_image"},
+  s->Choice("env.readback", &c->env.readback, kReadbackNames.Names(),
             "images read back once per env worker's sweep (batched) or per "
             "image; auto: batched on a GPU's EGL (README)");
   s->String("env.tasks", &c->env.tasks,
@@ -347,9 +345,7 @@ void DescribeSelfcheck(Config* c, ConfigSchema* s) {
 }  // namespace
 
 OverflowPolicy ParseOverflowPolicy(const std::string& name) {
-  if (name == "drop_oldest") return OverflowPolicy::kDropOldest;
-  if (name == "reject") return OverflowPolicy::kReject;
-  return OverflowPolicy::kBlock;
+  return kOverflowPolicyNames.Parse(name).value_or(OverflowPolicy::kBlock);
 }
 
 QueueOptions QueueConfig::ToOptions() const {

@@ -7,19 +7,7 @@
 
 namespace rlvla3 {
 
-const char* FaultKindName(FaultKind k) {
-  switch (k) {
-    case FaultKind::kThrow:
-      return "throw";
-    case FaultKind::kHang:
-      return "hang";
-    case FaultKind::kWrongShape:
-      return "wrong_shape";
-    case FaultKind::kNaN:
-      return "nan";
-  }
-  return "?";
-}
+const char* FaultKindName(FaultKind k) { return kFaultKindNames.Name(k); }
 
 std::optional<FaultKind> FaultPlan::At(int env, int64_t step) const {
   for (const Fault& f : faults) {
@@ -43,17 +31,11 @@ absl::StatusOr<FaultPlan> ParseFaultPlan(absl::string_view spec) {
     if (at == entry.npos || colon == entry.npos) return bad("malformed");
     const absl::string_view kind = entry.substr(0, at);
     FaultPlan::Fault f;
-    if (kind == "throw") {
-      f.kind = FaultKind::kThrow;
-    } else if (kind == "hang") {
-      f.kind = FaultKind::kHang;
-    } else if (kind == "wrong_shape") {
-      f.kind = FaultKind::kWrongShape;
-    } else if (kind == "nan") {
-      f.kind = FaultKind::kNaN;
-    } else {
+    const std::optional<FaultKind> parsed = kFaultKindNames.Parse(kind);
+    if (!parsed.has_value()) {
       return bad(absl::StrCat("unknown kind \"", kind, "\""));
     }
+    f.kind = *parsed;
     if (!absl::SimpleAtoi(entry.substr(at + 1, colon - at - 1), &f.env) ||
         f.env < 0) {
       return bad("ENV must be an env id >= 0");

@@ -26,10 +26,16 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "runtime/enum_names.h"
 
 namespace rlvla3 {
 
 enum class FaultKind { kThrow, kHang, kWrongShape, kNaN };
+inline constexpr EnumNames<FaultKind, 4> kFaultKindNames{
+    {{{FaultKind::kThrow, "throw"},
+      {FaultKind::kHang, "hang"},
+      {FaultKind::kWrongShape, "wrong_shape"},
+      {FaultKind::kNaN, "nan"}}}};
 
 const char* FaultKindName(FaultKind k);
 

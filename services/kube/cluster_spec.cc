@@ -17,6 +17,7 @@
 #include "runtime/config.h"
 #include "runtime/config_schema.h"
 #include "runtime/device_name.h"
+#include "runtime/render_choices.h"
 
 namespace rlvla3::kube {
 namespace {
@@ -235,8 +236,9 @@ absl::Status CheckPodsHaveTheirGpus(const ClusterSpec& spec, const Config& c) {
        c.learner.device},
       {inference_cuda, spec.inference.gpus, "inference.gpus",
        "inference.device", c.inference.device},
-      {c.env.render_backend == "gpu", spec.rollout.gpus, "rollout.gpus",
-       "env.render_backend", c.env.render_backend},
+      {kRenderBackendNames.Parse(c.env.render_backend) == RenderBackend::kGpu,
+       spec.rollout.gpus, "rollout.gpus", "env.render_backend",
+       c.env.render_backend},
   };
   for (const auto& r : roles) {
     if (!r.needs || r.gpus > 0) continue;

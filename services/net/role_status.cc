@@ -4,17 +4,7 @@
 
 namespace rlvla3 {
 
-const char* RoleName(Role r) {
-  switch (r) {
-    case Role::kLearner:
-      return "learner";
-    case Role::kInference:
-      return "inference";
-    case Role::kRollout:
-      return "rollout";
-  }
-  return "?";
-}
+const char* RoleName(Role r) { return kRoleNames.Name(r); }
 
 absl::StatusOr<v1::RoleStatus> QueryRoleStatus(
     Role role, const std::shared_ptr<grpc::Channel>& channel,

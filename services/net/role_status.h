@@ -16,11 +16,16 @@
 
 #include "absl/status/statusor.h"
 #include "rlvla3/v1/services.pb.h"
+#include "runtime/enum_names.h"
 #include "services/net/grpc_common.h"
 
 namespace rlvla3 {
 
 enum class Role { kLearner, kInference, kRollout };
+inline constexpr EnumNames<Role, 3> kRoleNames{
+    {{{Role::kLearner, "learner"},
+      {Role::kInference, "inference"},
+      {Role::kRollout, "rollout"}}}};
 
 const char* RoleName(Role r);
 

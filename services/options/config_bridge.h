@@ -25,9 +25,9 @@ inline EnvOptions EnvOptionsFromConfig(const Config& c) {
   o.image_height = static_cast<int>(c.env.image_height);
   o.shaped_reward = c.env.shaped_reward;
   o.max_episode_steps = static_cast<int>(c.env.max_episode_steps);
-  // One of the names ParseRenderBackend knows (a config choice).
-  o.render_backend =
-      ParseRenderBackend(c.env.render_backend).value_or(RenderBackend::kAuto);
+  // One of kRenderBackendNames (a config choice).
+  o.render_backend = kRenderBackendNames.Parse(c.env.render_backend)
+                         .value_or(RenderBackend::kAuto);
   return o;
 }
 
@@ -56,8 +56,9 @@ inline EnvPoolOptions EnvPoolOptionsFromConfig(
   o.num_threads = static_cast<int>(c.threads.env_workers);
   o.seed = static_cast<uint64_t>(c.run.seed);
   o.env = EnvOptionsFromConfig(c);
-  // The pool flushes once per sweep; a config choice ParseReadback knows.
-  o.env.readback = ParseReadback(c.env.readback).value_or(Readback::kAuto);
+  // The pool flushes once per sweep; a config choice (kReadbackNames).
+  o.env.readback =
+      kReadbackNames.Parse(c.env.readback).value_or(Readback::kAuto);
   o.latency.mean_ms = c.env.latency_mean_ms;
   o.latency.cv = c.env.latency_cv;
   o.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);

@@ -19,6 +19,7 @@
 #include "policies/tiny_vla_policy.h"
 #include "runtime/allocator.h"
 #include "runtime/rollout_segment.h"
+#include "runtime/steady_clock.h"
 #include "services/learner/learner_core.h"
 #include "services/options/config_bridge.h"
 #include "services/options/engine_config.h"
@@ -31,10 +32,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 // Each stage alone is timed after its warm-up (kernels, allocator growth,
 // AdamW's state) over at least `seconds` and a few units of work, so a slow
 // stage's window is not one step that carries the warm-up.
@@ -45,13 +42,13 @@ void BenchInference(const Config& c, const EngineParts& parts, double seconds,
   inference.Batch();
   int64_t n = 0, calls = 0;
   const auto t0 = Clock::now();
-  while (Since(t0) < seconds || calls < 5) {
+  while (SecondsSince(t0) < seconds || calls < 5) {
     inference.Batch();
     n += inference.batch_size();
     ++calls;
   }
   out->inference_batch = static_cast<int>(inference.batch_size());
-  out->inference_obs_per_s = static_cast<double>(n) / Since(t0);
+  out->inference_obs_per_s = static_cast<double>(n) / SecondsSince(t0);
 }
 
 void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
@@ -61,11 +58,11 @@ void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
   int64_t trained = 0, steps = 0;
   const HostSyncCounter syncs;  // this thread's, while the loop runs
   const auto t0 = Clock::now();
-  while (Since(t0) < seconds || steps < 3) {
+  while (SecondsSince(t0) < seconds || steps < 3) {
     trained += learner.Step();
     ++steps;
   }
-  out->learner_samples_per_s = static_cast<double>(trained) / Since(t0);
+  out->learner_samples_per_s = static_cast<double>(trained) / SecondsSince(t0);
   if (syncs.available() && steps > 0) {
     out->learner_host_syncs_per_step =
         static_cast<double>(syncs.count()) / static_cast<double>(steps);

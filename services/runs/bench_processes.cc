@@ -17,6 +17,7 @@
 #include "services/net/role_status.h"
 #include "services/options/cluster_options.h"
 #include "services/runs/child_process.h"
+#include "services/runs/health_wait.h"
 #include "services/runs/local_cluster.h"
 #include "services/runs/serve.h"
 
@@ -54,26 +55,12 @@ absl::Status WaitAllHealthy(const ClusterLayout& l, const NetOptions& net,
   std::vector<std::string> all = {l.learner};
   all.insert(all.end(), l.inference.begin(), l.inference.end());
   all.insert(all.end(), l.rollout.begin(), l.rollout.end());
-  const auto end = Clock::now() + std::chrono::milliseconds(
-                                      static_cast<int64_t>(timeout_s * 1000));
-  NetOptions quick = net;
-  quick.call_timeout = absl::Seconds(1);
-  while (Clock::now() < end) {
-    if (!up.running()) {
-      return absl::InternalError(absl::StrCat(
-          "up --local ended (", up.HowItEnded(), "); see ", up.log_path()));
-    }
-    if (StopSignalled()) return absl::CancelledError("stopped");
-    bool healthy = true;
-    for (const std::string& a : all) {
-      absl::StatusOr<std::string> h = CheckHealth(a, quick);
-      healthy = healthy && h.ok() && *h == "SERVING";
-    }
-    if (healthy) return absl::OkStatus();
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  return absl::DeadlineExceededError(absl::StrCat(
-      "roles not healthy within ", timeout_s, " s; see ", up.log_path()));
+  return WaitServing(
+      all, net, timeout_s, "roles", up.log_path(), [&]() -> absl::Status {
+        if (up.running()) return absl::OkStatus();
+        return absl::InternalError(absl::StrCat(
+            "up --local ended (", up.HowItEnded(), "); see ", up.log_path()));
+      });
 }
 
 void SleepUnlessStopped(double seconds) {

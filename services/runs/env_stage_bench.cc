@@ -12,15 +12,12 @@
 #include "absl/strings/str_join.h"
 #include "envs/egl_context.h"
 #include "envs/manipulation_env.h"
+#include "runtime/steady_clock.h"
 
 namespace rlvla3 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // CPU time of every thread of this process, in seconds.
 double ProcessCpuSeconds() {
@@ -41,14 +38,14 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
   const double cpu0 = ProcessCpuSeconds();
   const auto t0 = Clock::now();
   const uint64_t steps0 = p.stats().steps;
-  while (Since(t0) < seconds) {
+  while (SecondsSince(t0) < seconds) {
     ready.clear();
     if (absl::Status s = p.Recv(1, absl::Seconds(30), &ready); !s.ok())
       return s;
     zeros.assign(ready.size() * kActionDim, 0.0f);
     if (absl::Status s = p.Send(ready, zeros); !s.ok()) return s;
   }
-  const double wall = Since(t0);
+  const double wall = SecondsSince(t0);
   const double cpu = ProcessCpuSeconds() - cpu0;
   const EnvPoolStats st = p.stats();
   const double frames = static_cast<double>(st.steps - steps0);
@@ -62,9 +59,9 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
   f.render_ms = st.phases.render_ms;
   f.readback_ms = st.phases.readback_ms;
   f.handoff_ms = st.handoff_ms;
-  f.readback = ReadbackName(p.options().env.readback);
+  f.readback = kReadbackNames.Name(p.options().env.readback);
   f.backend = options.env.render
-                  ? RenderBackendName(p.options().env.render_backend)
+                  ? kRenderBackendNames.Name(p.options().env.render_backend)
                   : "none";
   p.Close();
   return f;
@@ -76,7 +73,7 @@ absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
   EnvScaling out;
   out.width = base.env.image_width;
   out.height = base.env.image_height;
-  out.readback = ReadbackName(base.env.readback);
+  out.readback = kReadbackNames.Name(base.env.readback);
   out.seconds = seconds;
   out.cores =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -21,6 +21,7 @@
 #include "services/net/role_status.h"
 #include "services/net/roster.h"
 #include "services/runs/child_process.h"
+#include "services/runs/health_wait.h"
 
 namespace rlvla3 {
 namespace {
@@ -51,24 +52,14 @@ struct Member {
 
 // Waits until `m` answers SERVING (or exits, or `timeout_s` passes).
 absl::Status WaitHealthy(Member& m, const NetOptions& net, double timeout_s) {
-  const auto end = Clock::now() + std::chrono::milliseconds(
-                                      static_cast<int64_t>(timeout_s * 1000));
-  NetOptions quick = net;
-  quick.call_timeout = absl::Seconds(1);
-  while (Clock::now() < end) {
-    if (m.process->Poll()) {
-      return absl::UnavailableError(
-          absl::StrCat(m.label(), " exited (", m.process->HowItEnded(),
-                       ") before serving; see ", m.process->log_path()));
-    }
-    absl::StatusOr<std::string> h = CheckHealth(m.address, quick);
-    if (h.ok() && *h == "SERVING") return absl::OkStatus();
-    if (StopSignalled()) return absl::CancelledError("stopped");
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat(m.label(), " at ", m.address, " not healthy within ",
-                   timeout_s, " s; see ", m.process->log_path()));
+  return WaitServing({m.address}, net, timeout_s,
+                     absl::StrCat(m.label(), " at ", m.address),
+                     m.process->log_path(), [&]() -> absl::Status {
+                       if (!m.process->Poll()) return absl::OkStatus();
+                       return absl::UnavailableError(absl::StrCat(
+                           m.label(), " exited (", m.process->HowItEnded(),
+                           ") before serving; see ", m.process->log_path()));
+                     });
 }
 
 std::string ProgressLine(double t, const std::vector<Member>& members,

@@ -21,16 +21,13 @@
 #include "policies/checkpoint.h"
 #include "policies/image_augment.h"
 #include "policies/tiny_vla_policy.h"
+#include "runtime/steady_clock.h"
 #include "services/options/config_bridge.h"
 
 namespace rlvla3 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Copies observations into a PolicyInput (one memcpy per image).
 PolicyInput InputFromObservations(const std::vector<const Observation*>& obs,
@@ -216,13 +213,13 @@ class SftTrainer {
         opt_.step();
         ++result->optimizer_steps;
         // One host read per report, not per step.
-        if (Since(last_report) > c_.metrics.interval_s ||
+        if (SecondsSince(last_report) > c_.metrics.interval_s ||
             result->optimizer_steps == total_steps_) {
           result->final_loss = loss.item<double>();
-          Report(epoch, *result, Since(t0));
+          Report(epoch, *result, SecondsSince(t0));
           last_report = Clock::now();
         }
-        if (Since(t0) > c_.sft.time_budget_s) {
+        if (SecondsSince(t0) > c_.sft.time_budget_s) {
           spdlog::warn("sft: time budget of {:.0f} s reached after {} steps",
                        c_.sft.time_budget_s, result->optimizer_steps);
           return Finish(result, t0);
@@ -267,7 +264,7 @@ class SftTrainer {
   }
 
   void Finish(SftResult* result, Clock::time_point t0) {
-    result->train_s = Since(t0);
+    result->train_s = SecondsSince(t0);
     result->samples_per_s =
         static_cast<double>(result->optimizer_steps * batch_) / result->train_s;
     net_->eval();
@@ -294,7 +291,7 @@ absl::Status EvaluateSft(const Config& c, TinyVLAPolicy& policy,
                      static_cast<int>(c.sft.eval_episodes), /*sampled=*/false);
   if (!ev.ok()) return ev.status();
   result->eval = *ev;
-  result->eval_s = Since(t0);
+  result->eval_s = SecondsSince(t0);
   double sum = 0;
   for (const auto& t : result->eval)
     sum += double(t.successes) / std::max(1, t.episodes);
@@ -317,7 +314,7 @@ absl::StatusOr<SftResult> RunSft(
                       c.sft.demos_per_task, tasks->size()));
   absl::StatusOr<DemoSet> demos = CollectDemonstrations(c, *tasks);
   if (!demos.ok()) return demos.status();
-  result.collect_s = Since(t0);
+  result.collect_s = SecondsSince(t0);
   result.demo_samples = static_cast<int64_t>(demos->size());
   result.demo_episodes = demos->episodes;
   spdlog::info(

@@ -364,10 +364,10 @@ TEST(EnvPool, EachFramesPhasesAreTimedAndFitInItsStep) {
 }
 
 TEST(RenderBackend, MesaRendersHereAndAGpuBackendSaysWhenThereIsNone) {
-  EXPECT_EQ(ParseRenderBackend("mesa"), RenderBackend::kMesa);
-  EXPECT_EQ(ParseRenderBackend("gpu"), RenderBackend::kGpu);
-  EXPECT_EQ(ParseRenderBackend("auto"), RenderBackend::kAuto);
-  EXPECT_FALSE(ParseRenderBackend("osmesa").has_value());
+  EXPECT_EQ(kRenderBackendNames.Parse("mesa"), RenderBackend::kMesa);
+  EXPECT_EQ(kRenderBackendNames.Parse("gpu"), RenderBackend::kGpu);
+  EXPECT_EQ(kRenderBackendNames.Parse("auto"), RenderBackend::kAuto);
+  EXPECT_FALSE(kRenderBackendNames.Parse("osmesa").has_value());
   // auto: the GPU's device for a process rendering on few threads only.
   EXPECT_EQ(
       ResolveRenderBackend(RenderBackend::kAuto, kMaxGpuRenderThreads + 1),

@@ -9,8 +9,8 @@
 #include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
 #include "services/learner/learner_core.h"
-#include "tests/services/roles/learner_fixture.h"
-#include "tests/services/roles/small_learner.h"
+#include "tests/services/learner/learner_fixture.h"
+#include "tests/services/learner/small_learner.h"
 
 namespace rlvla3 {
 namespace {

@@ -28,7 +28,7 @@
 #include "policies/tiny_vla_policy.h"
 #include "services/learner/c10d_reducer.h"
 #include "services/learner/learner_core.h"
-#include "tests/services/roles/small_learner.h"
+#include "tests/services/learner/small_learner.h"
 
 namespace rlvla3 {
 namespace {
