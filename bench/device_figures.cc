@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/staged_batch.h"
 #include "policies/device.h"
 #include "policies/host_sync_counter.h"
 #include "policies/tiny_vla_policy.h"
@@ -30,8 +31,7 @@
 namespace rlvla3 {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr int kImage = 64, kText = 16;
+constexpr int kImage = kBenchImage, kText = kBenchText;
 
 struct Flags {
   std::vector<std::string> devices = {"cpu", "cuda"};
@@ -51,71 +51,13 @@ TinyVLAOptions Size(int millions) {
   return o;
 }
 
-// A pageable batch (as observations arrive) and its pinned staging copy.
-struct Batch {
-  PolicyInput source, staged;
-  Batch(int64_t B, const at::Device& device) {
-    source.agentview =
-        torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
-    source.wrist = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
-    source.proprio = torch::randn({B, 8});
-    source.text = torch::randint(2, 64, {B, kText}, torch::kLong);
-    source.text_len = torch::full({B}, kText, torch::kLong);
-    staged.agentview =
-        torch::empty_like(source.agentview, HostStaging(device, torch::kByte));
-    staged.wrist =
-        torch::empty_like(source.wrist, HostStaging(device, torch::kByte));
-    staged.proprio =
-        torch::empty_like(source.proprio, HostStaging(device, torch::kFloat));
-    staged.text =
-        torch::empty_like(source.text, HostStaging(device, torch::kLong));
-    staged.text_len = source.text_len;
-  }
-  // The actor's gather: one host copy per tensor, then the device copies.
-  PolicyInput OnDevice(const at::Device& device) {
-    staged.agentview.copy_(source.agentview);
-    staged.wrist.copy_(source.wrist);
-    staged.proprio.copy_(source.proprio);
-    staged.text.copy_(source.text);
-    return ToDevice(staged, device);
-  }
-};
-
-// Items per second over `seconds` of calls, and the host syncs LibTorch
-// reported per call (-1 where it cannot count: a build without CUDA).
-struct Measured {
-  double per_second = 0;
-  double syncs_per_call = -1;
-};
-
-template <typename F>
-Measured Measure(double seconds, int64_t per_call, F&& call) {
-  HostSyncCounter syncs;
-  call();  // warm-up (kernels, allocator)
-  call();
-  syncs.Reset();
-  int64_t calls = 0;
-  const auto t0 = Clock::now();
-  double wall = 0;
-  while ((wall = std::chrono::duration<double>(Clock::now() - t0).count()) <
-         seconds) {
-    call();
-    ++calls;
-  }
-  Measured m;
-  m.per_second = static_cast<double>(calls * per_call) / wall;
-  if (syncs.available() && calls > 0)
-    m.syncs_per_call = static_cast<double>(syncs.count()) / calls;
-  return m;
-}
-
 std::string Syncs(const Measured& m) {
   return m.syncs_per_call < 0 ? "-" : absl::StrFormat("%.2f", m.syncs_per_call);
 }
 
 Measured Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
                    double seconds) {
-  Batch batch(B, device);
+  StagedBatch batch(B, device);
   const bool bf16 = device.is_cuda();
   return Measure(seconds, B, [&] {
     AutocastGuard autocast(device, bf16);
@@ -130,7 +72,7 @@ Measured Inference(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
 
 Measured Learner(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
                  double seconds) {
-  Batch batch(B, device);
+  StagedBatch batch(B, device);
   const bool bf16 = device.is_cuda();
   torch::optim::AdamW opt(policy.net()->parameters(),
                           torch::optim::AdamWOptions(1e-5));

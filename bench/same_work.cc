@@ -34,6 +34,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/staged_batch.h"
 #include "policies/checkpoint.h"
 #include "policies/device.h"
 #include "policies/host_sync_counter.h"
@@ -45,8 +46,7 @@
 namespace rlvla3 {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-constexpr int kImage = 64, kText = 16, kDecisions = 16;
+constexpr int kImage = kBenchImage, kText = kBenchText, kDecisions = 16;
 
 struct Flags {
   std::string device = "cpu";
@@ -61,67 +61,11 @@ struct Flags {
   std::string json;
 };
 
-// A pageable batch (as observations arrive) and its staging copy (pinned
-// for a GPU); every instruction is kText tokens long.
-struct Batch {
-  PolicyInput source, staged;
-  Batch(int64_t B, const at::Device& device) {
-    source.agentview =
-        torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
-    source.wrist = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
-    source.proprio = torch::randn({B, 8});
-    source.text = torch::randint(2, 64, {B, kText}, torch::kLong);
-    source.text_len = torch::full({B}, kText, torch::kLong);
-    staged.agentview =
-        torch::empty_like(source.agentview, HostStaging(device, torch::kByte));
-    staged.wrist =
-        torch::empty_like(source.wrist, HostStaging(device, torch::kByte));
-    staged.proprio =
-        torch::empty_like(source.proprio, HostStaging(device, torch::kFloat));
-    staged.text =
-        torch::empty_like(source.text, HostStaging(device, torch::kLong));
-    staged.text_len = source.text_len;
-  }
-  PolicyInput OnDevice(const at::Device& device) {
-    staged.agentview.copy_(source.agentview);
-    staged.wrist.copy_(source.wrist);
-    staged.proprio.copy_(source.proprio);
-    staged.text.copy_(source.text);
-    return ToDevice(staged, device);
-  }
-};
-
-struct Measured {
-  double per_second = 0;
-  double syncs_per_call = -1;  // -1: LibTorch cannot count here (no CUDA)
-};
-
-template <typename F>
-Measured Measure(double seconds, int64_t per_call, F&& call) {
-  HostSyncCounter syncs;
-  call();  // warm-up (kernels, allocator), as the anchor
-  call();
-  syncs.Reset();
-  int64_t calls = 0;
-  const auto t0 = Clock::now();
-  double wall = 0;
-  while ((wall = std::chrono::duration<double>(Clock::now() - t0).count()) <
-         seconds) {
-    call();
-    ++calls;
-  }
-  Measured m;
-  m.per_second = static_cast<double>(calls * per_call) / wall;
-  if (syncs.available() && calls > 0)
-    m.syncs_per_call = static_cast<double>(syncs.count()) / calls;
-  return m;
-}
-
 // As an inference actor: a frozen snapshot, in bf16 on a GPU (the actor's
 // serving copy, policies/serving_weights.h).
 Measured Inference(TinyVLAPolicy& trained, const at::Device& device, int64_t B,
                    double seconds) {
-  Batch batch(B, device);
+  StagedBatch batch(B, device);
   ServingWeights serving(at::kBFloat16);
   const std::shared_ptr<Policy> served =
       device.is_cuda() ? serving.Refresh(trained.Snapshot(0))
