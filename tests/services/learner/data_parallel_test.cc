@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/services/net/role_process.h"
+#include "tests/role_process.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {

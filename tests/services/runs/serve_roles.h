@@ -1,4 +1,4 @@
-// File: tests/services/net/serve_roles.h
+// File: tests/services/runs/serve_roles.h
 // -----------------------------------------------------------------------------
 // `rl-vla3 serve ROLE` as real processes for the multi-process tests: the
 // test config (configs/bench_cpu.yaml, 4 envs, one rollout per step, 1 s
@@ -11,14 +11,14 @@
 //   auto inference = testutil::Inference(dir, "inference",
 //                                        learner->address(), {});
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_TESTS_SERVICES_NET_SERVE_ROLES_H_
-#define RLVLA3_TESTS_SERVICES_NET_SERVE_ROLES_H_
+#ifndef RLVLA3_TESTS_SERVICES_RUNS_SERVE_ROLES_H_
+#define RLVLA3_TESTS_SERVICES_RUNS_SERVE_ROLES_H_
 
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "tests/services/net/role_process.h"
+#include "tests/role_process.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3::testutil {
@@ -74,4 +74,4 @@ inline std::unique_ptr<RoleProcess> Rollout(
 
 }  // namespace rlvla3::testutil
 
-#endif  // RLVLA3_TESTS_SERVICES_NET_SERVE_ROLES_H_
+#endif  // RLVLA3_TESTS_SERVICES_RUNS_SERVE_ROLES_H_

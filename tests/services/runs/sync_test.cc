@@ -16,7 +16,7 @@
 
 #include "services/net/grpc_common.h"
 #include "services/net/role_status.h"
-#include "tests/services/net/serve_roles.h"
+#include "tests/services/runs/serve_roles.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {

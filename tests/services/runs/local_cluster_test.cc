@@ -20,7 +20,7 @@
 
 #include "rlvla3/v1/services.grpc.pb.h"
 #include "services/net/grpc_common.h"
-#include "tests/services/net/role_process.h"
+#include "tests/role_process.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {

@@ -1,4 +1,4 @@
-// File: tests/services/net/role_process.h
+// File: tests/role_process.h
 // -----------------------------------------------------------------------------
 // A real `rl-vla3 serve ROLE` child process for integration tests: started
 // with fork/exec (its own environment, e.g. a token, without touching the
@@ -11,8 +11,8 @@
 //   ASSERT_TRUE(p.WaitReady(60)) << p.Log();
 //   std::string addr = p.address();  ...  p.Signal(SIGTERM); p.Wait();
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_TESTS_SERVICES_NET_ROLE_PROCESS_H_
-#define RLVLA3_TESTS_SERVICES_NET_ROLE_PROCESS_H_
+#ifndef RLVLA3_TESTS_ROLE_PROCESS_H_
+#define RLVLA3_TESTS_ROLE_PROCESS_H_
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -82,8 +83,7 @@ class RoleProcess {
       }
       int status;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        Record(status);
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -98,18 +98,14 @@ class RoleProcess {
     if (!exited_) {
       int status;
       waitpid(pid_, &status, 0);
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      Record(status);
     }
     return exit_code_;
   }
   bool running() {
     if (exited_) return false;
     int status;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    }
+    if (waitpid(pid_, &status, WNOHANG) == pid_) Record(status);
     return !exited_;
   }
   const std::string& address() const { return address_; }
@@ -121,23 +117,36 @@ class RoleProcess {
     return ss.str();
   }
   pid_t pid() const { return pid_; }
-  // The last 3000 characters of its stderr, for failure messages.
+  // The last 3000 characters of its stderr, for failure messages, and the
+  // signal that ended it, if one did.
   std::string Log() const {
     std::ifstream in(err_);
     std::stringstream ss;
     ss << in.rdbuf();
-    const std::string s = ss.str();
-    return s.size() > 3000 ? s.substr(s.size() - 3000) : s;
+    std::string s = ss.str();
+    if (s.size() > 3000) s = s.substr(s.size() - 3000);
+    if (term_signal_ != 0) {
+      s += "\n[ended by signal " + std::to_string(term_signal_) + " (" +
+           strsignal(term_signal_) + ")]";
+    }
+    return s;
   }
 
  private:
+  void Record(int status) {
+    exited_ = true;
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    term_signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  }
+
   std::string out_, err_;
   pid_t pid_ = -1;
   bool exited_ = false;
   int exit_code_ = -1;
+  int term_signal_ = 0;
   std::string address_;
 };
 
 }  // namespace rlvla3::testutil
 
-#endif  // RLVLA3_TESTS_SERVICES_NET_ROLE_PROCESS_H_
+#endif  // RLVLA3_TESTS_ROLE_PROCESS_H_
