@@ -95,6 +95,7 @@ int RunRank(const Flags& f) {
   lo.max_policy_lag = 1;
   lo.normalize_advantages = false;
   lo.overlap_allreduce = f.overlap;
+  lo.ppo_epochs = lo.minibatches = 1;  // one streaming pass per step
   LearnerCore core(policy, torch::ones({1, to.max_text_len()}, torch::kLong),
                    torch::full({1}, 4, torch::kLong), lo, 0, reducer->get());
   if (!core.SyncParameters().ok()) return 1;

@@ -30,12 +30,10 @@ namespace rlvla3 {
 //   kGpu   a GPU vendor's EGL device (NVIDIA's driver);
 //   kMesa  Mesa llvmpipe through EGL's surfaceless platform (software);
 //   kAuto  kGpu where there is one and a process renders on at most
-//          kMaxGpuRenderThreads threads, else kMesa. Measured on an H200
-//          node (16 cores, 64x64, two cameras, 2026-11-26): NVIDIA EGL gave
-//          573 / 891 / 556 / 291 / 303 env frames/s on 1 / 2 / 4 / 8 / 12
-//          env workers of one process (the threads wait on the driver),
-//          Mesa 140 / 329 / 631 / 733 / 692; NVIDIA EGL as 8 processes of
-//          one worker gave 3,199 (README, "Rendering").
+//          kMaxGpuRenderThreads threads, else kMesa: threads of one process
+//          wait on the vendor's driver, so beyond a few a GPU renders slower
+//          than Mesa; env processes of one worker each scale instead (the
+//          figures: docs/experiments.md and README, "Rendering").
 // RenderBackend and its names: runtime/render_choices.h.
 inline constexpr int kMaxGpuRenderThreads = 2;
 // True if a GPU vendor's EGL device initialises here.

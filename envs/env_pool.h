@@ -72,7 +72,7 @@ struct EnvPoolOptions {
   // task: a GRPO group's envs must share their scene.
   std::vector<TaskSpec> tasks;
   int task_block = 1;
-  int num_envs = 4;
+  int num_envs = 8;
   int num_threads = 1;
   uint64_t seed = 0;
   EnvOptions env;

@@ -47,8 +47,8 @@ namespace rlvla3 {
 //              pool flushes once per sweep, every env's images together;
 //   kAuto      the env pool's choice: kBatched on a GPU's EGL (a readback
 //              waits for the GPU: one wait per sweep instead of two per
-//              frame), kPerImage on Mesa llvmpipe (batched measured 0-20%
-//              slower there). Measured on an H200 node (README, Rendering).
+//              frame), kPerImage on Mesa llvmpipe (batched is slower
+//              there; docs/experiments.md and README, "Rendering").
 // Readback and its names: runtime/render_choices.h.
 
 struct EnvOptions {
@@ -61,7 +61,7 @@ struct EnvOptions {
   RenderBackend render_backend = RenderBackend::kAuto;
   // kBatched: a step's images land in observation() at the renderer's next
   // Flush, not before Step returns (kAuto counts as kPerImage here).
-  Readback readback = Readback::kPerImage;
+  Readback readback = Readback::kAuto;
   int physics_substeps = 25;  // per control step: 500 Hz physics, 20 Hz control
   bool shaped_reward = false;  // add -0.1 * distance(eef, goal object) per step
   ArmControllerOptions controller;

@@ -41,7 +41,7 @@ namespace rlvla3 {
 struct TinyVLAOptions {
   TORCH_ARG(int64_t,
             vocab_size) = 64;  // instruction vocabulary (TextTokenizer::size)
-  TORCH_ARG(int64_t, max_text_len) = 32;   // instruction tokens kept
+  TORCH_ARG(int64_t, max_text_len) = 16;   // instruction tokens kept
   TORCH_ARG(int64_t, d_model) = 128;       // token width
   TORCH_ARG(int64_t, heads) = 4;           // attention heads
   TORCH_ARG(int64_t, layers) = 2;          // transformer blocks

@@ -12,6 +12,9 @@
 #                                   (a verb never includes another verb's file)
 # Third-party and generated headers (absl/, grpcpp/, rlvla3/v1/, torch/, ...)
 # are not floors. Exits 1 listing every include that points up a floor.
+# Also: services/runs reads no config key. A Config there is only handed on
+# (to services/options, or written for a child process); every run takes the
+# typed options services/options builds. Exits 1 naming each field read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,5 +52,17 @@ for folder in "${!allowed[@]}"; do
   done < <(grep -rHE '^#include "' "$folder" --include='*.h' --include='*.cc' | \
            sed -E 's/^([^:]+):[0-9]*:?/\1:/' || true)
 done
+
+# A name declared as a Config in a runs/ file, then followed by ".field".
+for file in services/runs/*.h services/runs/*.cc; do
+  names=$(grep -oE '\bConfig&? +[a-z_][a-z_0-9]*' "$file" | awk '{print $NF}' | sort -u || true)
+  for name in $names; do
+    while IFS= read -r hit; do
+      echo "check_layers: $file:${hit%%:*} reads the config ($name.${hit#*:}): take it from an options struct built in services/options"
+      bad=1
+    done < <(grep -nE "^[^/]*\b$name\.[a-z_]+" "$file" | \
+             sed -E "s/^([0-9]+):.*\b$name\.([a-z_]+).*/\1:\2/" || true)
+  done
+done
 if [[ $bad != 0 ]]; then exit 1; fi
-echo "check_layers: every include points at its own floor or one below"
+echo "check_layers: every include points at its own floor or one below; services/runs reads no config key"

@@ -44,7 +44,7 @@ struct InferenceServerOptions {
   // Barrier batching (sync mode): the number of requests a batch waits for.
   // Null: dynamic batching.
   std::function<int()> full_batch;
-  int image_height = 64, image_width = 64, proprio_dim = 8;
+  int image_height = 128, image_width = 128, proprio_dim = 8;
   int chunk = 4, action_dim = 7;
   // Instruction tokens of each task row: text [T, L] int64, text_len [T]
   // (host tensors).

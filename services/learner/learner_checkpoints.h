@@ -39,7 +39,7 @@ class GradientReducer;
 struct CheckpointOptions {
   std::string dir;             // the run's checkpoints folder; "": none
   int64_t every_versions = 0;  // 0: not by versions
-  double every_s = 0;          // 0: not by time
+  double every_s = 120;        // 0: not by time
   int keep = 3;                // newest complete ones kept (0: all)
   TextTokenizer tokenizer;     // written with the weights
 };

@@ -110,8 +110,8 @@ struct LearnerOptions {
   // second minibatch on; advantages are normalised over the global batch.
   // 1 and 1 keep the streaming single pass (proximal = current policy).
   // The policy version advances once per global batch either way.
-  int ppo_epochs = 1;
-  int minibatches = 1;
+  int ppo_epochs = 2;
+  int minibatches = 2;
   uint64_t shuffle_seed = 0;  // minibatch order
   // Where the policy trains (the core moves it there; its AdamW state is
   // made there), micro-batches staged through pinned host memory. `bf16`:

@@ -27,8 +27,8 @@
 namespace rlvla3 {
 
 struct PpoLossOptions {
-  double clip_eps = 0.2;       // lower clip: ratio >= 1 - clip_eps
-  double clip_eps_high = 0.0;  // upper clip (DAPO's clip-higher); 0: clip_eps
+  double clip_eps = 0.2;        // lower clip: ratio >= 1 - clip_eps
+  double clip_eps_high = 0.28;  // upper clip (DAPO's clip-higher); 0: clip_eps
   double is_cap = 2.0;
   double value_coef = 0.5;  // 0: no value loss (GRPO)
   double entropy_coef = 0.0;

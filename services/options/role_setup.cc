@@ -40,6 +40,11 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   s.route_block =
       c.rl.algorithm == "grpo" ? static_cast<int>(c.rl.grpo_group_size) : 1;
   s.checkpoint_dir = CheckpointDirOf(c);
+  s.timings.heartbeat_s = c.cluster.heartbeat_s;
+  s.timings.role_timeout_s = c.cluster.role_timeout_s;
+  s.timings.metrics_interval_s = c.metrics.interval_s;
+  s.timings.learner_backend = c.cluster.learner_backend;
+  s.timings.collective_timeout_s = c.cluster.collective_timeout_s;
   return s;
 }
 

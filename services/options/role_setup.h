@@ -26,6 +26,16 @@
 
 namespace rlvla3 {
 
+// How the role processes of a run keep in touch (cluster.* and
+// metrics.interval_s); filled from the config, which holds the defaults.
+struct RoleTimings {
+  double heartbeat_s = 0;         // status to the learner's roster
+  double role_timeout_s = 0;      // a role silent this long is down
+  double metrics_interval_s = 0;  // progress lines
+  std::string learner_backend;    // gloo | nccl, for data-parallel ranks
+  double collective_timeout_s = 0;
+};
+
 // What every role process starts from: the policy (its kind, chunk and text
 // length shape everything), every role's options, the network options.
 struct RoleSetup {
@@ -37,6 +47,7 @@ struct RoleSetup {
   int global_envs = 0;         // workers x env.num_envs
   int route_block = 1;         // envs routed to one learner rank (a GRPO group)
   std::string checkpoint_dir;  // <run.out_dir>/<run.name>/checkpoints
+  RoleTimings timings;
 };
 
 absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c);

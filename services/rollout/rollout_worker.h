@@ -51,7 +51,7 @@ struct RolloutWorkerOptions {
   // Stamped on every segment: the env incarnation (a worker process start),
   // so the learner can tell segments of a restarted worker apart.
   uint64_t run_id = 0;
-  int64_t success_window = 100;
+  int64_t success_window = 50;
   int max_episode_steps = 0;  // the longest task's step limit
   // Initial states episodes start from: init_first .. init_first +
   // init_count - 1 of each task (evaluation holds out the states after).

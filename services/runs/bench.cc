@@ -23,6 +23,7 @@
 #include "services/learner/learner_core.h"
 #include "services/options/config_bridge.h"
 #include "services/options/engine_config.h"
+#include "services/options/run_variants.h"
 #include "services/runs/engine_run.h"
 #include "services/runs/env_stage_bench.h"
 #include "services/runs/stage_drivers.h"
@@ -35,9 +36,9 @@ using Clock = std::chrono::steady_clock;
 // Each stage alone is timed after its warm-up (kernels, allocator growth,
 // AdamW's state) over at least `seconds` and a few units of work, so a slow
 // stage's window is not one step that carries the warm-up.
-void BenchInference(const Config& c, const EngineParts& parts, double seconds,
-                    StageAlone* out) {
-  InferenceStageDriver inference(c, parts);
+void BenchInference(const LocalEngineOptions& o, const EngineParts& parts,
+                    double seconds, StageAlone* out) {
+  InferenceStageDriver inference(o, parts);
   inference.Batch();  // warm-up
   inference.Batch();
   int64_t n = 0, calls = 0;
@@ -51,9 +52,9 @@ void BenchInference(const Config& c, const EngineParts& parts, double seconds,
   out->inference_obs_per_s = static_cast<double>(n) / SecondsSince(t0);
 }
 
-void BenchLearner(const Config& c, const EngineParts& parts, double seconds,
-                  StageAlone* out) {
-  LearnerStageDriver learner(c, parts);
+void BenchLearner(const LocalEngineOptions& o, const EngineParts& parts,
+                  double seconds, StageAlone* out) {
+  LearnerStageDriver learner(o, parts);
   learner.Step();  // warm-up
   int64_t trained = 0, steps = 0;
   const HostSyncCounter syncs;  // this thread's, while the loop runs
@@ -108,16 +109,17 @@ absl::Status ProbeMoreEnvWorkers(EnvPoolOptions pool, int cores, double seconds,
 namespace {
 
 // The machine, the devices and the policy's size, for the header.
-void DescribeSetup(const Config& c, const EngineParts& parts, BenchResult* r) {
+void DescribeSetup(const LocalEngineOptions& o, const EngineParts& parts,
+                   BenchResult* r) {
   r->cores =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r->allocator = AllocatorInUse();
   r->gpus = DescribeGpus();
-  r->inference_device = c.inference.device;
-  r->learner_device = c.learner.device;
-  r->inference_precision = c.inference.precision;
-  r->learner_precision = c.learner.precision;
-  r->execute_steps = static_cast<int>(c.rl.execute_steps);
+  r->inference_device = o.inference.device.str();
+  r->learner_device = o.learner.core.device.str();
+  r->inference_precision = o.inference.bf16 ? "bf16" : "fp32";
+  r->learner_precision = o.learner.core.bf16 ? "bf16" : "fp32";
+  r->execute_steps = o.rollout.execute_steps;
   const TrainablePolicy::ParameterGroups g = parts.policy->Parameters();
   for (const auto* group : {&g.weights, &g.value, &g.action_scale}) {
     for (const at::Tensor& t : *group)
@@ -127,16 +129,17 @@ void DescribeSetup(const Config& c, const EngineParts& parts, BenchResult* r) {
 
 // Each stage alone (the env stage again at more workers when it is the
 // slowest), and each stage's CPU per frame.
-absl::Status BenchStagesAlone(const Config& c, const EngineParts& parts,
-                              const EnvPoolOptions& pool, double duration_s,
-                              BenchResult* r) {
+absl::Status BenchStagesAlone(const LocalEngineOptions& o,
+                              const EngineParts& parts, double torch_threads,
+                              double duration_s, BenchResult* r) {
+  const EnvPoolOptions& pool = o.rollout.pool;
   const double stage_s = std::max(3.0, duration_s / 4);
   spdlog::info("bench: each stage alone for {:.0f} s", stage_s);
   absl::StatusOr<EnvStageFigures> env = MeasureEnvStage(pool, stage_s);
   if (!env.ok()) return env.status();
   r->alone.env = *env;
-  BenchInference(c, parts, stage_s, &r->alone);
-  BenchLearner(c, parts, stage_s, &r->alone);
+  BenchInference(o, parts, stage_s, &r->alone);
+  BenchLearner(o, parts, stage_s, &r->alone);
   const double E = r->execute_steps;
   if (std::string(SlowestStage(r->alone, E).name) == "env") {
     if (absl::Status s =
@@ -145,11 +148,10 @@ absl::Status BenchStagesAlone(const Config& c, const EngineParts& parts,
       return s;
     }
   }
-  const double threads = static_cast<double>(c.threads.torch_intra_op);
   r->alone.inference_cpu_s_per_frame =
-      threads / (r->alone.inference_obs_per_s * E);
+      torch_threads / (r->alone.inference_obs_per_s * E);
   r->alone.learner_cpu_s_per_frame =
-      threads / (r->alone.learner_samples_per_s * E);
+      torch_threads / (r->alone.learner_samples_per_s * E);
   return absl::OkStatus();
 }
 
@@ -159,15 +161,17 @@ absl::Status BenchModes(const Config& c, const std::string& run_dir,
                         double duration_s, const BenchPlacement& placement,
                         BenchResult* r) {
   for (const char* mode : {"sync", "async"}) {
-    Config m = c;
-    m.run.mode = mode;
+    const Config m = ConfigInMode(c, mode);
     const std::string dir = absl::StrCat(run_dir, "/", mode);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     RunOptions ro;
     ro.write_outputs = false;
     ro.label = "bench ";
-    absl::StatusOr<EngineRun> run = RunEngineOnce(m, dir, ro);
+    absl::StatusOr<EngineSetup> setup =
+        EngineSetupFromConfig(m, dir, ro.write_outputs);
+    if (!setup.ok()) return setup.status();
+    absl::StatusOr<EngineRun> run = RunEngineOnce(*setup, dir, ro);
     if (!run.ok()) return run.status();
     (std::string(mode) == "sync" ? r->sync : r->async) = *std::move(run);
     if (run->interrupted) break;
@@ -246,24 +250,24 @@ absl::StatusOr<BenchResult> RunBench(const Config& config,
   BenchResult r;
   r.config_path = config_path;
   r.duration_s = duration_s;
-  Config c = config;
-  c.rl.duration_s = duration_s;
-  c.rl.max_steps = 0;
+  const Config c = BenchConfig(config, duration_s);
   absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
   if (!parts.ok()) return parts.status();
-  DescribeSetup(c, *parts, &r);
   absl::StatusOr<LocalEngineOptions> engine =
       LocalEngineOptionsFromConfig(c, *parts);
   if (!engine.ok()) return engine.status();
-  const EnvPoolOptions& pool = engine->rollout.pool;
-  r.latency = pool.latency.Describe();
-  if (absl::Status s = BenchStagesAlone(c, *parts, pool, duration_s, &r);
+  DescribeSetup(*engine, *parts, &r);
+  r.latency = engine->rollout.pool.latency.Describe();
+  // The CPU a stage's torch work takes: the threads it was given at start.
+  const double torch_threads = at::get_num_threads();
+  if (absl::Status s =
+          BenchStagesAlone(*engine, *parts, torch_threads, duration_s, &r);
       !s.ok()) {
     return s;
   }
   if (placement.profile) {
     absl::StatusOr<ProfileFigures> p =
-        ProfileStages(c, *parts, run_dir + "/profile_trace.json");
+        ProfileStages(*engine, *parts, run_dir + "/profile_trace.json");
     if (!p.ok()) return p.status();
     r.profiled = true;
     r.profile = *p;
@@ -292,11 +296,9 @@ absl::StatusOr<EnvScaling> RunBenchEnvScaling(const Config& c,
                                               const std::vector<int>& workers,
                                               int envs_per_worker,
                                               double seconds) {
-  absl::StatusOr<std::vector<TaskSpec>> tasks =
-      ResolveTaskList(c.env.tasks, "env.tasks");
-  if (!tasks.ok()) return tasks.status();
-  return RunEnvScaling(EnvPoolOptionsFromConfig(c, *tasks), workers,
-                       envs_per_worker, seconds);
+  absl::StatusOr<EnvPoolOptions> pool = EnvPoolOptionsOfRun(c);
+  if (!pool.ok()) return pool.status();
+  return RunEnvScaling(*pool, workers, envs_per_worker, seconds);
 }
 
 ProcessesBound ProcessesLimit(const BenchResult& r) {

@@ -16,6 +16,7 @@
 #include "services/net/grpc_common.h"
 #include "services/net/role_status.h"
 #include "services/options/cluster_options.h"
+#include "services/options/run_variants.h"
 #include "services/runs/child_process.h"
 #include "services/runs/health_wait.h"
 #include "services/runs/local_cluster.h"
@@ -94,19 +95,17 @@ absl::StatusOr<double> ReadFramesPerS(const std::string& path) {
 absl::StatusOr<EnvProcessesRun> RunEnvStageAsProcesses(
     const Config& config, const std::string& binary, const std::string& dir,
     double seconds) {
-  Config m = config;
-  m.run.out_dir = dir;
+  const EnvStageProcesses p = EnvStageProcessesOf(config, dir);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string config_path = dir + "/config.yaml";
-  if (absl::Status s = WriteTextFile(config_path, ConfigToYaml(m)); !s.ok()) {
+  if (absl::Status s = WriteTextFile(config_path, ConfigToYaml(p.config));
+      !s.ok()) {
     return s;
   }
-  const int64_t workers =
-      std::max<int64_t>(1, std::min(m.threads.env_workers, m.env.num_envs));
-  const int64_t per_worker = (m.env.num_envs + workers - 1) / workers;
-  const int n =
-      static_cast<int>(std::max<int64_t>(1, m.cluster.rollout_workers));
+  const int64_t workers = p.workers;
+  const int64_t per_worker = p.envs_per_worker;
+  const int n = p.processes;
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int i = 0; i < n; ++i) {
     children.push_back(std::make_unique<ChildProcess>(
@@ -154,24 +153,18 @@ absl::StatusOr<ProcessRun> RunProcessesOnce(const Config& config,
                                             const std::string& binary,
                                             const std::string& dir,
                                             double duration_s) {
-  Config m = config;
-  m.run.mode = mode;
-  m.run.out_dir = dir;
-  m.run.name = "up";
-  // Every bench run starts fresh (no resume from the previous one) and
-  // writes no checkpoint while it is measured.
-  m.rl.resume = "never";
-  m.rl.checkpoint_every_s = 0;
-  m.rl.checkpoint_every = 0;
+  absl::StatusOr<ProcessesRunSetup> run =
+      ProcessesRunSetupOf(config, mode, dir);
+  if (!run.ok()) return run.status();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string config_path = dir + "/config.yaml";
-  if (absl::Status s = WriteTextFile(config_path, ConfigToYaml(m)); !s.ok()) {
+  if (absl::Status s = WriteTextFile(config_path, ConfigToYaml(run->config));
+      !s.ok()) {
     return s;
   }
-  absl::StatusOr<NetOptions> net = NetOptionsFromConfig(m);
-  if (!net.ok()) return net.status();
-  const ClusterLayout layout = LayoutFromConfig(m.cluster);
+  const NetOptions& net = run->net;
+  const ClusterLayout& layout = run->layout;
   ChildProcess up({binary, "up", "--local", "--config", config_path},
                   dir + "/up.log");
   if (absl::Status s = up.Start(); !s.ok()) return s;
@@ -180,13 +173,13 @@ absl::StatusOr<ProcessRun> RunProcessesOnce(const Config& config,
       1 + static_cast<int>(layout.inference.size() + layout.rollout.size());
   spdlog::info("bench: {} across {} processes (log {})", mode, r.processes,
                up.log_path());
-  absl::Status st = WaitAllHealthy(layout, *net, up, 180);
+  absl::Status st = WaitAllHealthy(layout, net, up, 180);
   // Warm-up: the first weights reach every role, the first batches run.
   if (st.ok()) SleepUnlessStopped(std::max(3.0, duration_s / 6));
   absl::StatusOr<Sample> a =
-      st.ok() ? Take(layout, *net) : absl::StatusOr<Sample>(st);
+      st.ok() ? Take(layout, net) : absl::StatusOr<Sample>(st);
   if (a.ok()) SleepUnlessStopped(duration_s);
-  absl::StatusOr<Sample> b = a.ok() ? Take(layout, *net) : a;
+  absl::StatusOr<Sample> b = a.ok() ? Take(layout, net) : a;
   up.Stop(absl::Seconds(30));
   if (!b.ok()) return b.status();
   r.ran = true;

@@ -99,7 +99,7 @@ absl::Status WriteTrace(const std::string& path,
 
 }  // namespace
 
-absl::StatusOr<ProfileFigures> ProfileStages(const Config& c,
+absl::StatusOr<ProfileFigures> ProfileStages(const LocalEngineOptions& o,
                                              const EngineParts& parts,
                                              const std::string& trace_path,
                                              int batches, int steps) {
@@ -109,10 +109,10 @@ absl::StatusOr<ProfileFigures> ProfileStages(const Config& c,
   p.steps = steps;
   std::vector<std::string> trace;
   double origin = 0;
-  InferenceStageDriver inference(c, parts);
+  InferenceStageDriver inference(o, parts);
   inference.Batch();  // warm-up, outside the trace
   inference.Batch();
-  const bool inference_gpu = at::Device(c.inference.device).is_cuda();
+  const bool inference_gpu = o.inference.device.is_cuda();
   const Counted i = Profile(
       inference_gpu,
       [&] {
@@ -122,9 +122,9 @@ absl::StatusOr<ProfileFigures> ProfileStages(const Config& c,
   p.inference_ops_per_batch = static_cast<double>(i.ops) / batches;
   if (inference_gpu)
     p.inference_kernels_per_batch = static_cast<double>(i.kernels) / batches;
-  LearnerStageDriver learner(c, parts);
+  LearnerStageDriver learner(o, parts);
   learner.Step();  // warm-up
-  const bool learner_gpu = at::Device(c.learner.device).is_cuda();
+  const bool learner_gpu = o.learner.core.device.is_cuda();
   const Counted l = Profile(
       learner_gpu,
       [&] {

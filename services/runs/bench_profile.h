@@ -9,7 +9,7 @@
 //
 // Example:
 //   absl::StatusOr<ProfileFigures> p =
-//       ProfileStages(config, parts, run_dir + "/profile_trace.json");
+//       ProfileStages(engine_options, parts, run_dir + "/profile_trace.json");
 //   // p->inference_kernels_per_batch, p->learner_ops_per_step, ...
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_BENCH_PROFILE_H_
@@ -18,7 +18,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "runtime/config.h"
 #include "services/engine/local_engine.h"
 
 namespace rlvla3 {
@@ -31,7 +30,7 @@ struct ProfileFigures {
   double inference_kernels_per_batch = -1, learner_kernels_per_step = -1;
 };
 
-absl::StatusOr<ProfileFigures> ProfileStages(const Config& c,
+absl::StatusOr<ProfileFigures> ProfileStages(const LocalEngineOptions& o,
                                              const EngineParts& parts,
                                              const std::string& trace_path,
                                              int batches = 5, int steps = 3);

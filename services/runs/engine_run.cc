@@ -41,24 +41,20 @@ constexpr double kRateWindowS = 10;
 // the run then returns it (the file and the reason) instead of a result.
 class IntervalRecorder {
  public:
-  IntervalRecorder(const Config& c, const RunOptions& options, LocalEngine* e,
-                   EngineRun* run)
-      : c_(c),
+  IntervalRecorder(const RecorderOptions& r, const RunOptions& options,
+                   LocalEngine* e, EngineRun* run)
+      : r_(r),
         options_(options),
         engine_(e),
         run_(run),
-        progress_(stderr, ProgressLine::ParseMode(c.metrics.progress),
-                  absl::Seconds(c.metrics.interval_s * 5)),
-        workers_(std::max(1, static_cast<int>(c.threads.env_workers))),
-        envs_(std::max(1, static_cast<int>(c.env.num_envs))),
-        actors_(
-            c.run.mode == "sync"
-                ? 1
-                : std::max(1, static_cast<int>(c.threads.inference_actors))),
-        window_s_(std::max(10.0, 5 * c.metrics.interval_s)) {}
+        progress_(stderr, r.progress, absl::Seconds(r.interval_s * 5)),
+        workers_(r.env_workers),
+        envs_(r.envs),
+        actors_(r.inference_actors),
+        window_s_(std::max(10.0, 5 * r.interval_s)) {}
 
   absl::Status OpenOutputs(const std::string& run_dir) {
-    if (c_.metrics.jsonl) {
+    if (r_.jsonl) {
       absl::StatusOr<std::unique_ptr<JsonlWriter>> j =
           JsonlWriter::Open(run_dir + "/metrics.jsonl");
       if (!j.ok()) return j.status();
@@ -177,7 +173,7 @@ class IntervalRecorder {
         "(%.2f s/step) | lag %.1f/%.0f | success %3.0f%% (%d ep) | busy env "
         "%2.0f%% inf %2.0f%% learn %2.0f%% | envs parked %2.0f%% awaiting "
         "actions %2.0f%% | queue req %d traj %d",
-        options_.label, c_.run.mode, s.elapsed_s, frames_rate, trained_rate,
+        options_.label, r_.mode, s.elapsed_s, frames_rate, trained_rate,
         static_cast<int64_t>(s.Get("optimizer_steps")), s.Get("s_per_step"),
         p.lag_mean, s.Get("policy_lag_max"), 100 * p.success_rate,
         static_cast<int64_t>(s.Get("episodes")), p.busy_env, p.busy_inference,
@@ -200,7 +196,7 @@ class IntervalRecorder {
   struct Count {
     double t, frames, trained;
   };
-  const Config& c_;
+  const RecorderOptions r_;
   const RunOptions& options_;
   LocalEngine* engine_;
   EngineRun* run_;
@@ -216,30 +212,6 @@ class IntervalRecorder {
   absl::Mutex mu_;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
 };
-
-// The engine from the config; with outputs, the learner resumes from and
-// writes checkpoints (weights and optimizer state) under the run folder.
-absl::StatusOr<std::unique_ptr<LocalEngine>> MakeEngine(
-    const Config& c, const std::string& run_dir, const RunOptions& options) {
-  torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-  // With outputs, the learner resumes from the run folder (rl.resume).
-  const std::string checkpoints = run_dir + "/checkpoints";
-  absl::StatusOr<ResumePlan> plan =
-      options.write_outputs ? PlanResume(c, checkpoints) : ResumePlan{};
-  if (!plan.ok()) return plan.status();
-  const Config resumed = ConfigForResume(c, *plan);
-  absl::StatusOr<EngineParts> parts = BuildEngineParts(resumed);
-  if (!parts.ok()) return parts.status();
-  absl::StatusOr<LocalEngineOptions> engine_options =
-      LocalEngineOptionsFromConfig(resumed, *parts);
-  if (!engine_options.ok()) return engine_options.status();
-  if (options.write_outputs) {
-    engine_options->learner.checkpoints.dir = checkpoints;
-    ApplyResumePlan(*plan, checkpoints, &*parts, &engine_options->learner);
-    engine_options->rollout.base_version = parts->version;
-  }
-  return LocalEngine::Create(*engine_options, *parts);
-}
 
 // After the run: episodes.csv and the final checkpoint.
 absl::Status WriteRunOutputs(LocalEngine& e, EngineRun& run) {
@@ -258,17 +230,17 @@ absl::Status WriteRunOutputs(LocalEngine& e, EngineRun& run) {
 
 }  // namespace
 
-absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
+absl::StatusOr<EngineRun> RunEngineOnce(const EngineSetup& setup,
                                         const std::string& run_dir,
                                         const RunOptions& options) {
   absl::StatusOr<std::unique_ptr<LocalEngine>> engine =
-      MakeEngine(c, run_dir, options);
+      LocalEngine::Create(setup.options, setup.parts);
   if (!engine.ok()) return engine.status();
   LocalEngine& e = **engine;
   EngineRun run;
   run.run_dir = run_dir;
-  run.success_window = c.rl.success_window;
-  IntervalRecorder recorder(c, options, &e, &run);
+  run.success_window = setup.recorder.success_window;
+  IntervalRecorder recorder(setup.recorder, options, &e, &run);
   if (options.write_outputs) {
     if (absl::Status s = recorder.OpenOutputs(run_dir); !s.ok()) return s;
   }

@@ -1,12 +1,15 @@
 // File: services/runs/engine_run.h
 // -----------------------------------------------------------------------------
 // One run of the one-process engine, as `rl-vla3 train` and `rl-vla3 bench`
-// both make it: builds the engine from a config (tasks, TinyVLA fresh or from
-// a checkpoint), runs it with a live progress line, and writes the run folder:
+// both make it: builds the engine from its setup (services/options: tasks,
+// TinyVLA fresh, from a checkpoint or resumed), runs it with a live progress
+// line, and writes the run folder:
 // metrics.jsonl, TensorBoard event files, checkpoints; the report's sections.
 //
 // Example:
-//   absl::StatusOr<EngineRun> r = RunEngineOnce(config, run_dir, options);
+//   absl::StatusOr<EngineSetup> s =
+//       EngineSetupFromConfig(config, run_dir, options.write_outputs);
+//   absl::StatusOr<EngineRun> r = RunEngineOnce(*s, run_dir, options);
 //   std::printf("%s", FormatTrainSummary(*r).c_str());
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_ENGINE_RUN_H_
@@ -17,10 +20,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "runtime/config.h"
 #include "runtime/report_html.h"
 #include "runtime/stop_signal.h"
 #include "services/engine/local_engine.h"
+#include "services/options/engine_setup.h"
 
 namespace rlvla3 {
 
@@ -56,8 +59,8 @@ struct RunOptions {
   std::string label;          // progress line prefix
 };
 
-// Runs the engine once on `c` (SIGINT/SIGTERM stop it cleanly).
-absl::StatusOr<EngineRun> RunEngineOnce(const Config& c,
+// Runs the engine once as `setup` says (SIGINT/SIGTERM stop it cleanly).
+absl::StatusOr<EngineRun> RunEngineOnce(const EngineSetup& setup,
                                         const std::string& run_dir,
                                         const RunOptions& options);
 

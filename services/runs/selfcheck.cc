@@ -48,12 +48,11 @@ struct EnvSlot {
 // Supervisor task; the first error closes the queue and wakes every env.
 class SelfCheck {
  public:
-  SelfCheck(const Config& config, MetricsRegistry* metrics)
-      : config_(config),
-        sc_(config.selfcheck),
+  SelfCheck(const SelfCheckOptions& o, MetricsRegistry* metrics)
+      : sc_(o),
         metrics_(metrics),
-        requests_(RequestQueueOptions(config)),
-        batcher_(&requests_, config.batcher.ToOptions()),
+        requests_(o.requests),
+        batcher_(&requests_, o.batcher),
         policy_(torch::nn::Linear(sc_.obs_dim, sc_.hidden), torch::nn::Tanh(),
                 torch::nn::Linear(sc_.hidden, sc_.action_dim),
                 torch::nn::Tanh()),
@@ -86,13 +85,13 @@ class SelfCheck {
       sup_.Spawn(absl::StrFormat("env-%d", e),
                  [this, e] { return EnvLoop(e); });
     }
-    for (int64_t a = 0; a < config_.threads.inference_actors; ++a) {
+    for (int64_t a = 0; a < sc_.inference_actors; ++a) {
       sup_.Spawn(absl::StrFormat("actor-%d", a),
                  [this] { return ActorLoop(); });
     }
     // The calling thread ticks the metrics until every worker is done.
-    const auto tick = std::chrono::milliseconds(
-        static_cast<int64_t>(config_.metrics.interval_s * 1e3));
+    const auto tick =
+        std::chrono::milliseconds(static_cast<int64_t>(sc_.tick_s * 1e3));
     while (sup_.running() > 0) {
       const auto until = Clock::now() + tick;
       while (sup_.running() > 0 && Clock::now() < until) {
@@ -105,18 +104,12 @@ class SelfCheck {
   }
 
  private:
-  static QueueOptions RequestQueueOptions(const Config& c) {
-    QueueOptions q = c.queues.request.ToOptions();
-    q.max_producers = std::max<size_t>(
-        q.max_producers, static_cast<size_t>(c.selfcheck.num_envs));
-    return q;
-  }
-
   // One emulated env: make an observation (sleeping env_step_ms as the
   // simulator), submit it, wait for the action that answers this step.
   absl::Status EnvLoop(int64_t e) {
     EnvSlot& slot = *slots_[static_cast<size_t>(e)];
-    std::mt19937 rng(static_cast<uint32_t>(config_.run.seed + e));
+    std::mt19937 rng(
+        static_cast<uint32_t>(sc_.seed + static_cast<uint64_t>(e)));
     std::normal_distribution<float> noise(0.0f, 1.0f);
     const auto step_time =
         std::chrono::nanoseconds(static_cast<int64_t>(sc_.env_step_ms * 1e6));
@@ -147,8 +140,9 @@ class SelfCheck {
   absl::Status ActorLoop() {
     torch::NoGradGuard no_grad;
     std::vector<Request> batch;
-    batch.reserve(static_cast<size_t>(config_.batcher.max_batch));
-    at::Tensor obs = torch::empty({config_.batcher.max_batch, sc_.obs_dim});
+    const auto max_batch = static_cast<int64_t>(sc_.batcher.max_batch);
+    batch.reserve(static_cast<size_t>(max_batch));
+    at::Tensor obs = torch::empty({max_batch, sc_.obs_dim});
     v1::Tensor wire;
     for (;;) {
       QueueStatus s;
@@ -206,7 +200,7 @@ class SelfCheck {
     r.mean_batch =
         bs.batches == 0 ? 0.0 : static_cast<double>(bs.items) / bs.batches;
     r.max_batch_seen = static_cast<int64_t>(bs.batch_size.max);
-    r.batcher_max_batch = config_.batcher.max_batch;
+    r.batcher_max_batch = static_cast<int64_t>(sc_.batcher.max_batch);
     const HistogramSnapshot w = wait_ms_.Snapshot();
     r.request_wait_ms_mean = w.mean();
     r.request_wait_ms_p99 = w.Quantile(0.99);
@@ -216,8 +210,7 @@ class SelfCheck {
     return r;
   }
 
-  const Config& config_;
-  const SelfCheckConfig& sc_;
+  const SelfCheckOptions sc_;
   MetricsRegistry* metrics_;
   std::vector<std::unique_ptr<EnvSlot>> slots_;
   BoundedQueue<Request> requests_;
@@ -238,10 +231,10 @@ class SelfCheck {
 }  // namespace
 
 absl::StatusOr<SelfCheckReport> RunSelfCheck(
-    const Config& config, MetricsRegistry* metrics,
+    const SelfCheckOptions& options, MetricsRegistry* metrics,
     const std::function<void(const MetricsSnapshot&)>& on_tick) {
-  torch::manual_seed(static_cast<uint64_t>(config.run.seed));
-  SelfCheck check(config, metrics);
+  torch::manual_seed(options.seed);
+  SelfCheck check(options, metrics);
   return check.Run(on_tick);
 }
 

@@ -10,7 +10,8 @@
 // throughput, batch sizes, queue waits and stage busy time.
 //
 // Example:
-//   absl::StatusOr<SelfCheckReport> r = RunSelfCheck(config, &metrics);
+//   absl::StatusOr<SelfCheckReport> r =
+//       RunSelfCheck(SelfCheckOptionsFromConfig(config), &metrics);
 //   if (r.ok()) std::puts(FormatSelfCheckReport(*r).c_str());
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_SELFCHECK_H_
@@ -20,8 +21,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "runtime/config.h"
 #include "runtime/metrics.h"
+#include "services/options/selfcheck_options.h"
 
 namespace rlvla3 {
 
@@ -46,11 +47,11 @@ struct SelfCheckReport {
   }
 };
 
-// Runs the self-check with `config` (threads, queues, batcher, selfcheck
-// sections). Metrics go to `metrics`; `on_tick` is called about every
-// metrics.interval_s with a fresh snapshot (for a progress line), may be empty.
+// Runs the self-check. Metrics go to `metrics`; `on_tick` is called about
+// every options.tick_s with a fresh snapshot (for a progress line), may be
+// empty.
 absl::StatusOr<SelfCheckReport> RunSelfCheck(
-    const Config& config, MetricsRegistry* metrics,
+    const SelfCheckOptions& options, MetricsRegistry* metrics,
     const std::function<void(const MetricsSnapshot&)>& on_tick = {});
 
 // A short human-readable summary, several lines.

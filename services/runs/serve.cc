@@ -1,6 +1,7 @@
 #include "services/runs/serve.h"
 
 #include "runtime/stop_signal.h"
+#include "services/options/engine_config.h"
 #include "services/options/resume_plan.h"
 #include "services/runs/serve_role.h"
 
@@ -26,10 +27,16 @@ int RunServe(const Config& c, const ServeFlags& flags) {
   absl::StatusOr<RoleSetup> s =
       flags.role == "learner" ? LearnerSetup(c) : RoleSetupFromConfig(c);
   if (!s.ok()) return FailRole(flags.role.c_str(), s.status());
+  // The devices this role runs on exist on this machine.
+  if (absl::Status st = CheckRoleDevices(c, flags.role == "inference",
+                                         flags.role == "learner");
+      !st.ok()) {
+    return FailRole(flags.role.c_str(), st);
+  }
   InstallStopSignalHandlers();
-  if (flags.role == "learner") return ServeLearner(c, flags, *s);
-  if (flags.role == "inference") return ServeInference(c, flags, *s);
-  if (flags.role == "rollout") return ServeRollout(c, flags, *s);
+  if (flags.role == "learner") return ServeLearner(flags, *s);
+  if (flags.role == "inference") return ServeInference(flags, *s);
+  if (flags.role == "rollout") return ServeRollout(flags, *s);
   return FailRole("serve", absl::InvalidArgumentError(
                                "role must be learner, inference or rollout"));
 }

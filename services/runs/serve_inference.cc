@@ -76,12 +76,10 @@ absl::Status WaitForFirstWeights(const LocalWeightChannel<Policy>& weights,
 
 }  // namespace
 
-int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
+int ServeInference(const ServeFlags& f, RoleSetup& s) {
   if (f.learner.empty()) {
     return FailRole("inference", absl::InvalidArgumentError("needs --learner"));
   }
-  if (absl::Status st = CheckRoleDevices(c, true, false); !st.ok())
-    return FailRole("inference", st);
   MetricsRegistry metrics;
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
@@ -125,12 +123,13 @@ int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s) {
   const std::string address =
       Announce("inference", f.listen, (*server)->port());
   std::unique_ptr<HeartbeatSender> heartbeats = StartHeartbeats(
-      c, f, s.net, address,
+      s, f, address,
       [&service](v1::RoleStatus* st) { service.FillStatus(st); });
   uint64_t last = 0;
   absl::Status last_weights_error;
   RunUntil(
-      f.duration_s, c.metrics.interval_s, [&] { return role.stopping(); },
+      f.duration_s, s.timings.metrics_interval_s,
+      [&] { return role.stopping(); },
       [&] {
         const uint64_t n = served.value();
         rate.Tick(n);

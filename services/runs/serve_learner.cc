@@ -46,9 +46,9 @@ std::string SilentRoles(const RosterService& roster) {
 // This process's place in the data-parallel learner (WORLD_SIZE ranks, as
 // torchrun's variables say; alone without them): the group, joined.
 absl::StatusOr<std::unique_ptr<GradientReducer>> JoinLearnerGroup(
-    const Config& c) {
+    const RoleTimings& t) {
   return JoinProcessGroupFromEnvironment(
-      c.cluster.learner_backend, absl::Seconds(c.cluster.collective_timeout_s),
+      t.learner_backend, absl::Seconds(t.collective_timeout_s),
       /*alone_is_local=*/true, [](const ProcessGroupOptions& o) {
         spdlog::info("learner: rank {} of {} joining the group at {}:{} ({})",
                      o.rank, o.world_size, o.master_addr, o.master_port,
@@ -58,10 +58,9 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> JoinLearnerGroup(
 
 }  // namespace
 
-int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
-  if (absl::Status st = CheckRoleDevices(c, false, true); !st.ok())
-    return FailRole("learner", st);
-  absl::StatusOr<std::unique_ptr<GradientReducer>> group = JoinLearnerGroup(c);
+int ServeLearner(const ServeFlags& f, RoleSetup& s) {
+  absl::StatusOr<std::unique_ptr<GradientReducer>> group =
+      JoinLearnerGroup(s.timings);
   if (!group.ok()) return FailRole("learner", group.status());
   absl::StatusOr<LearnerRoleOptions> role =
       LearnerProcessOptions(s, group->get());
@@ -95,7 +94,7 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
     st->set_optimizer_steps(steps.value() + learner.steps_restored());
     st->set_trained_samples_per_s(rate.per_s());
   });
-  RosterService roster(s.net, absl::Seconds(c.cluster.role_timeout_s));
+  RosterService roster(s.net, absl::Seconds(s.timings.role_timeout_s));
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       RoleServer::Start(f.listen, s.net, {service.service(), &roster});
   if (!server.ok()) return FailRole("learner", server.status());
@@ -108,7 +107,7 @@ int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s) {
       (*group)->rank(), (*group)->world_size(), lo.core.global_units,
       s.workers);
   RunUntil(
-      f.duration_s, c.metrics.interval_s,
+      f.duration_s, s.timings.metrics_interval_s,
       [&] { return learner.stopping() || learner.done(); },
       [&] {
         rate.Tick(trained.value());

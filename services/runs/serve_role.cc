@@ -59,10 +59,10 @@ std::string Announce(const char* role, const std::string& listen, int port) {
 
 // Heartbeats of a role to the learner's roster.
 std::unique_ptr<HeartbeatSender> StartHeartbeats(
-    const Config& c, const ServeFlags& f, const NetOptions& net,
-    const std::string& address, std::function<void(v1::RoleStatus*)> fill) {
+    const RoleSetup& s, const ServeFlags& f, const std::string& address,
+    std::function<void(v1::RoleStatus*)> fill) {
   return HeartbeatSender::Start(
-      {f.learner, address, absl::Seconds(c.cluster.heartbeat_s)}, net,
+      {f.learner, address, absl::Seconds(s.timings.heartbeat_s)}, s.net,
       std::move(fill));
 }
 

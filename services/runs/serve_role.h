@@ -37,15 +37,15 @@ void RunUntil(double duration_s, double interval_s,
 std::string Announce(const char* role, const std::string& listen, int port);
 // Heartbeats of a role to the learner's roster.
 std::unique_ptr<HeartbeatSender> StartHeartbeats(
-    const Config& c, const ServeFlags& f, const NetOptions& net,
-    const std::string& address, std::function<void(v1::RoleStatus*)> fill);
+    const RoleSetup& s, const ServeFlags& f, const std::string& address,
+    std::function<void(v1::RoleStatus*)> fill);
 // Logs `s` for `role`; the exit code: 2 for a config error, else 1.
 int FailRole(const char* role, const absl::Status& s);
 
 // Each role's process; the exit code.
-int ServeLearner(const Config& c, const ServeFlags& f, RoleSetup& s);
-int ServeInference(const Config& c, const ServeFlags& f, RoleSetup& s);
-int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s);
+int ServeLearner(const ServeFlags& f, RoleSetup& s);
+int ServeInference(const ServeFlags& f, RoleSetup& s);
+int ServeRollout(const ServeFlags& f, RoleSetup& s);
 
 }  // namespace rlvla3
 

@@ -169,7 +169,7 @@ SegmentClientOptions SegmentOptions(const ServeFlags& f, const RoleSetup& s,
 
 }  // namespace
 
-int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
+int ServeRollout(const ServeFlags& f, RoleSetup& s) {
   absl::StatusOr<RolloutWorkerOptions> options = WorkerOptions(f, s);
   if (!options.ok()) return FailRole("rollout", options.status());
   const RolloutWorkerOptions& ro = *options;
@@ -181,7 +181,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
       GrpcObservationChannel::Create(
           {f.inference, offset, envs, s.shape,
            // Long enough for `up` to restart a lost inference server.
-           absl::Seconds(6 * c.cluster.role_timeout_s), s.options.sync},
+           absl::Seconds(6 * s.timings.role_timeout_s), s.options.sync},
           s.net);
   if (!obs.ok()) return FailRole("rollout", obs.status());
   if (absl::Status st = CheckRanksGetEqualShares(s, f.learner_ranks.size());
@@ -190,18 +190,17 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   }
   absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> seg =
       GrpcSegmentChannel::Create(
-          SegmentOptions(f, s, offset, envs, c.cluster.role_timeout_s), s.net);
+          SegmentOptions(f, s, offset, envs, s.timings.role_timeout_s), s.net);
   if (!seg.ok()) return FailRole("rollout", seg.status());
   absl::StatusOr<std::unique_ptr<RolloutWorker>> worker =
       RolloutWorker::Create(ro, obs->get(), seg->get(), &metrics, &timeline);
   if (!worker.ok()) return FailRole("rollout", worker.status());
   RolloutWorker* w = worker->get();
   // Parked envs resume on the version their inference server serves, in
-  // both modes: resuming on the learner's notice let the first decisions run
-  // on the previous weights (still on their way to the server), one version
-  // staler than the gate allows, and the learner dropped them (issue 28:
-  // envs parked half the time, 0.6 of one process). The learner's stream
-  // only reports its version here (status, log line).
+  // both modes: the learner's notice arrives before the weights reach the
+  // server, and decisions made then would run one version staler than the
+  // gate allows and be dropped (docs/experiments.md, issue 28). The
+  // learner's stream only reports its version here (status, log line).
   (*obs)->SetVersionHandler([w](uint64_t v) { w->OnPolicyVersion(v); });
   WeightSubscriber::Callbacks cb;
   absl::StatusOr<std::unique_ptr<WeightSubscriber>> sub =
@@ -221,7 +220,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
   w->Start();
   const std::string address = Announce("rollout", f.listen, (*server)->port());
   std::unique_ptr<HeartbeatSender> heartbeats =
-      StartHeartbeats(c, f, s.net, address, fill_status);
+      StartHeartbeats(s, f, address, fill_status);
   absl::Status failure;
   auto check = [&] {
     for (const absl::Status& st :
@@ -233,7 +232,7 @@ int ServeRollout(const Config& c, const ServeFlags& f, RoleSetup& s) {
     }
     return control.stop_requested();
   };
-  RunUntil(f.duration_s, c.metrics.interval_s, check, [&] {
+  RunUntil(f.duration_s, s.timings.metrics_interval_s, check, [&] {
     rate.Tick(counters.frames.value());
     counters.Log(f, **sub, **obs, envs);
   });

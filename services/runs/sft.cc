@@ -56,16 +56,12 @@ PolicyInput InputFromObservations(const std::vector<const Observation*>& obs,
 
 }  // namespace
 
-absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c) {
-  return ResolveTaskList(c.sft.tasks, "sft.tasks");
-}
-
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
-    Policy& policy, const TextTokenizer& tokenizer, const Config& c,
+    Policy& policy, const TextTokenizer& tokenizer, const EvalOptions& o,
     const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
     int first_init, int execute_steps) {
-  if (sampled) torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-  const EnvOptions opts = EnvOptionsFromConfig(c);
+  if (sampled) torch::manual_seed(o.seed);
+  const EnvOptions& opts = o.env;
   absl::StatusOr<std::unique_ptr<EglContext>> gl =
       EglContext::Create(opts.render_backend);
   if (!gl.ok()) return gl.status();
@@ -88,18 +84,16 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     std::shared_ptr<Renderer> shared = *std::move(r);
     for (int e = 0; e < episodes; ++e) {
       absl::StatusOr<std::unique_ptr<ManipulationEnv>> env =
-          ManipulationEnv::Create(*model, opts,
-                                  static_cast<uint64_t>(c.run.seed), e, shared);
+          ManipulationEnv::Create(*model, opts, o.seed, e, shared);
       if (!env.ok()) return env.status();
       (*env)->Reset(first_init + e);
       jobs.push_back(Job{*std::move(env), static_cast<int>(t)});
     }
   }
   at::Tensor text, lens;
-  EncodeInstructionTable(instructions, tokenizer, c.policy.max_text_len, &text,
-                         &lens);
+  EncodeInstructionTable(instructions, tokenizer, o.max_text_len, &text, &lens);
   const int execute = static_cast<int>(std::min<int64_t>(
-      execute_steps > 0 ? execute_steps : c.sft.execute_steps, policy.chunk()));
+      execute_steps > 0 ? execute_steps : o.execute_steps, policy.chunk()));
   for (;;) {
     std::vector<const Observation*> obs;
     std::vector<int64_t> task_of;
@@ -184,27 +178,25 @@ at::Tensor SoftLabels(int64_t bins, double sigma_bins) {
 // epochs or sft.time_budget_s run out.
 class SftTrainer {
  public:
-  SftTrainer(const Config& c, TinyVLA net, const SftData& data,
+  SftTrainer(const CloningOptions& o, TinyVLA net, const SftData& data,
              const std::function<void(const std::string&)>& progress)
-      : c_(c),
+      : o_(o),
         net_(std::move(net)),
         data_(data),
         progress_(progress),
         opt_(net_->parameters(),
-             torch::optim::AdamWOptions(c.sft.lr).weight_decay(
-                 c.sft.weight_decay)),
-        soft_labels_(
-            SoftLabels(net_->options().bins(), c.sft.label_sigma_bins)),
-        augment_rng_(static_cast<uint64_t>(c.run.seed)),
-        batch_(std::min<int64_t>(c.sft.batch_size, data.n)),
+             torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
+        soft_labels_(SoftLabels(net_->options().bins(), o.label_sigma_bins)),
+        augment_rng_(o.seed),
+        batch_(std::min<int64_t>(o.batch_size, data.n)),
         steps_per_epoch_(std::max<int64_t>(1, data.n / batch_)),
-        total_steps_(steps_per_epoch_ * c.sft.epochs) {}
+        total_steps_(steps_per_epoch_ * o.epochs) {}
 
   void Train(SftResult* result) {
     const auto t0 = Clock::now();
     auto last_report = Clock::now();
     net_->train();
-    for (int64_t epoch = 0; epoch < c_.sft.epochs; ++epoch) {
+    for (int64_t epoch = 0; epoch < o_.epochs; ++epoch) {
       at::Tensor perm = torch::randperm(data_.n, torch::kLong);
       for (int64_t s = 0; s < steps_per_epoch_; ++s) {
         at::Tensor loss = Loss(perm.narrow(0, s * batch_, batch_));
@@ -213,15 +205,15 @@ class SftTrainer {
         opt_.step();
         ++result->optimizer_steps;
         // One host read per report, not per step.
-        if (SecondsSince(last_report) > c_.metrics.interval_s ||
+        if (SecondsSince(last_report) > o_.report_every_s ||
             result->optimizer_steps == total_steps_) {
           result->final_loss = loss.item<double>();
           Report(epoch, *result, SecondsSince(t0));
           last_report = Clock::now();
         }
-        if (SecondsSince(t0) > c_.sft.time_budget_s) {
+        if (SecondsSince(t0) > o_.time_budget_s) {
           spdlog::warn("sft: time budget of {:.0f} s reached after {} steps",
-                       c_.sft.time_budget_s, result->optimizer_steps);
+                       o_.time_budget_s, result->optimizer_steps);
           return Finish(result, t0);
         }
       }
@@ -235,9 +227,9 @@ class SftTrainer {
   at::Tensor Loss(const at::Tensor& idx) {
     PolicyInput in;
     in.agentview = RandomShift(data_.agentview.index_select(0, idx),
-                               c_.sft.augment_shift_px, &augment_rng_);
+                               o_.augment_shift_px, &augment_rng_);
     in.wrist = RandomShift(data_.wrist.index_select(0, idx),
-                           c_.sft.augment_shift_px, &augment_rng_);
+                           o_.augment_shift_px, &augment_rng_);
     in.proprio = data_.proprio.index_select(0, idx);
     at::Tensor task = data_.task.index_select(0, idx);
     in.text = data_.text.index_select(0, task);
@@ -259,8 +251,8 @@ class SftTrainer {
     progress_(
         absl::StrFormat("sft epoch %d/%d step %d/%d | loss %.3f nats/dim | "
                         "%.0f samples/s | ETA %.0f s",
-                        epoch + 1, c_.sft.epochs, r.optimizer_steps,
-                        total_steps_, r.final_loss, rate, eta));
+                        epoch + 1, o_.epochs, r.optimizer_steps, total_steps_,
+                        r.final_loss, rate, eta));
   }
 
   void Finish(SftResult* result, Clock::time_point t0) {
@@ -270,7 +262,7 @@ class SftTrainer {
     net_->eval();
   }
 
-  const Config& c_;
+  const CloningOptions o_;
   TinyVLA net_;
   const SftData& data_;
   const std::function<void(const std::string&)>& progress_;
@@ -281,14 +273,12 @@ class SftTrainer {
 };
 
 // The trained policy's greedy success per task; the mean over tasks.
-absl::Status EvaluateSft(const Config& c, TinyVLAPolicy& policy,
-                         const TextTokenizer& tok,
-                         const std::vector<TaskSpec>& tasks,
-                         SftResult* result) {
+absl::Status EvaluateSft(const SftOptions& o, TinyVLAPolicy& policy,
+                         const TextTokenizer& tok, SftResult* result) {
   const auto t0 = Clock::now();
   absl::StatusOr<std::vector<TaskSuccess>> ev =
-      EvaluatePolicy(policy, tok, c, tasks,
-                     static_cast<int>(c.sft.eval_episodes), /*sampled=*/false);
+      EvaluatePolicy(policy, tok, o.eval, o.tasks,
+                     static_cast<int>(o.eval_episodes), /*sampled=*/false);
   if (!ev.ok()) return ev.status();
   result->eval = *ev;
   result->eval_s = SecondsSince(t0);
@@ -302,17 +292,15 @@ absl::Status EvaluateSft(const Config& c, TinyVLAPolicy& policy,
 }  // namespace
 
 absl::StatusOr<SftResult> RunSft(
-    const Config& c, const std::string& run_dir,
+    const SftOptions& o, const std::string& run_dir,
     const std::function<void(const std::string&)>& progress) {
-  torch::manual_seed(static_cast<uint64_t>(c.run.seed));
-  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
-  if (!tasks.ok()) return tasks.status();
+  torch::manual_seed(o.seed);
   SftResult result;
   const auto t0 = Clock::now();
   progress(
       absl::StrFormat("sft: collecting %d expert demos for each of %d tasks",
-                      c.sft.demos_per_task, tasks->size()));
-  absl::StatusOr<DemoSet> demos = CollectDemonstrations(c, *tasks);
+                      o.demos.demos_per_task, o.tasks.size()));
+  absl::StatusOr<DemoSet> demos = CollectDemonstrations(o.demos, o.tasks);
   if (!demos.ok()) return demos.status();
   result.collect_s = SecondsSince(t0);
   result.demo_samples = static_cast<int64_t>(demos->size());
@@ -322,24 +310,24 @@ absl::StatusOr<SftResult> RunSft(
       demos->episodes, demos->size(), demos->attempts, result.collect_s);
 
   TextTokenizer tok = TextTokenizer::Build(demos->instructions);
-  TinyVLA net(TinyVLAOptionsFromConfig(c, tok.size()));
+  TinyVLA net(TinyVLAOptions(o.policy).vocab_size(tok.size()));
   TinyVLAPolicy policy(net, 0);
   for (const auto& p : net->parameters()) result.parameters += p.numel();
-  const SftData data = MakeSftData(*demos, tok, c.policy.max_text_len);
-  SftTrainer(c, net, data, progress).Train(&result);
+  const SftData data = MakeSftData(*demos, tok, o.policy.max_text_len());
+  SftTrainer(o.cloning, net, data, progress).Train(&result);
   policy.set_version(static_cast<uint64_t>(result.optimizer_steps));
 
   result.checkpoint =
-      c.sft.checkpoint.empty() ? run_dir + "/checkpoint" : c.sft.checkpoint;
+      o.checkpoint.empty() ? run_dir + "/checkpoint" : o.checkpoint;
   if (absl::Status s =
           SaveCheckpoint(result.checkpoint, net, tok, policy.version());
       !s.ok()) {
     return s;
   }
-  if (c.sft.eval_episodes > 0) {
+  if (o.eval_episodes > 0) {
     progress(absl::StrFormat("sft: evaluating %d episodes per task",
-                             c.sft.eval_episodes));
-    if (absl::Status s = EvaluateSft(c, policy, tok, *tasks, &result); !s.ok())
+                             o.eval_episodes));
+    if (absl::Status s = EvaluateSft(o, policy, tok, &result); !s.ok())
       return s;
   }
   return result;

@@ -8,8 +8,9 @@
 // states and reports success per task.
 //
 // Example:
-//   absl::StatusOr<DemoSet> demos = CollectDemonstrations(config, tasks);
-//   absl::StatusOr<SftResult> r = RunSft(config, run_dir, progress_callback);
+//   absl::StatusOr<SftOptions> o = SftOptionsFromConfig(config);
+//   absl::StatusOr<DemoSet> demos = CollectDemonstrations(o->demos, o->tasks);
+//   absl::StatusOr<SftResult> r = RunSft(*o, run_dir, progress_callback);
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_SFT_H_
 #define RLVLA3_SERVICES_RUNS_SFT_H_
@@ -22,7 +23,7 @@
 #include "envs/manipulation_env.h"
 #include "policies/policy.h"
 #include "policies/text_tokenizer.h"
-#include "runtime/config.h"
+#include "services/options/sft_options.h"
 
 namespace rlvla3 {
 
@@ -62,28 +63,24 @@ struct SftResult {
   std::string checkpoint;
 };
 
-// Task specs named by `sft.tasks` ("all", or comma-separated names / task
-// files).
-absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c);
-
-// Runs the experts until every task has sft.demos_per_task successful episodes.
+// Runs the experts until every task has demos_per_task successful episodes.
 absl::StatusOr<DemoSet> CollectDemonstrations(
-    const Config& c, const std::vector<TaskSpec>& tasks);
+    const DemoOptions& o, const std::vector<TaskSpec>& tasks);
 
 // Rollouts of `policy` from initial states first_init .. first_init +
 // episodes - 1 of each task: greedy (most likely token per dimension) or
-// sampled, as RL rollouts act (torch's generator seeded with run.seed, so a
+// sampled, as RL rollouts act (torch's generator seeded with o.seed, so a
 // sampled evaluation repeats). Training draws its episodes from states
 // 0..kInitStatesPerTask-1 (50); states from 50 on are held out. Each
-// decision executes `execute_steps` of its chunk (0: sft.execute_steps).
+// decision executes `execute_steps` of its chunk (0: o.execute_steps).
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
-    Policy& policy, const TextTokenizer& tokenizer, const Config& c,
+    Policy& policy, const TextTokenizer& tokenizer, const EvalOptions& o,
     const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
     int first_init = 0, int execute_steps = 0);
 
 // Collect, train, evaluate, checkpoint. `progress` gets a one-line status.
 absl::StatusOr<SftResult> RunSft(
-    const Config& c, const std::string& run_dir,
+    const SftOptions& o, const std::string& run_dir,
     const std::function<void(const std::string&)>& progress);
 
 std::string FormatSftResult(const SftResult& r);

@@ -12,7 +12,6 @@
 #include "envs/scripted_expert.h"
 #include "envs/task.h"
 #include "policies/action_tokenizer.h"
-#include "services/options/config_bridge.h"
 #include "services/runs/sft.h"
 
 namespace rlvla3 {
@@ -21,7 +20,7 @@ namespace {
 
 // One env per task slot (env id % tasks), as many as env.num_envs allows.
 absl::StatusOr<EnvPoolOptions> DemoPoolOptions(
-    const Config& c, const std::vector<TaskSpec>& tasks) {
+    const DemoOptions& o, const std::vector<TaskSpec>& tasks) {
   EnvPoolOptions po;
   po.tasks = tasks;
   // Task files resolve by path; built-in names by name.
@@ -34,12 +33,12 @@ absl::StatusOr<EnvPoolOptions> DemoPoolOptions(
   }
   const int n_tasks = static_cast<int>(tasks.size());
   const int per_task =
-      static_cast<int>(std::max<int64_t>(1, c.env.num_envs / n_tasks));
+      static_cast<int>(std::max<int64_t>(1, o.num_envs / n_tasks));
   po.num_envs = per_task * n_tasks;
-  po.num_threads = static_cast<int>(c.threads.env_workers);
-  po.seed = static_cast<uint64_t>(c.run.seed);
-  po.env = EnvOptionsFromConfig(c);
-  po.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);
+  po.num_threads = o.num_threads;
+  po.seed = o.seed;
+  po.env = o.env;
+  po.lp_num_threads = o.lp_num_threads;
   return po;
 }
 
@@ -52,23 +51,23 @@ absl::StatusOr<EnvPoolOptions> DemoPoolOptions(
 // The gripper command (last dimension) is never perturbed.
 class DemoCollector {
  public:
-  DemoCollector(const Config& c, const std::vector<TaskSpec>& tasks,
+  DemoCollector(const DemoOptions& o, const std::vector<TaskSpec>& tasks,
                 EnvPool* pool)
-      : c_(c),
+      : o_(o),
         pool_(pool),
         n_tasks_(static_cast<int>(tasks.size())),
-        noise_std_(static_cast<float>(c.sft.demo_noise)),
+        noise_std_(static_cast<float>(o.noise)),
         episodes_(static_cast<size_t>(pool->num_envs())),
         have_(tasks.size(), 0) {
-    d_.width = static_cast<int>(c.env.image_width);
-    d_.height = static_cast<int>(c.env.image_height);
-    d_.chunk = static_cast<int>(c.policy.chunk);
+    d_.width = o.env.image_width;
+    d_.height = o.env.image_height;
+    d_.chunk = o.chunk;
     for (const auto& t : tasks) {
       d_.task_names.push_back(t.name);
       d_.instructions.push_back(t.instruction);
     }
     for (int i = 0; i < pool->num_envs(); ++i)
-      noise_rng_.emplace_back(static_cast<uint64_t>(c.run.seed) + i);
+      noise_rng_.emplace_back(o.seed + static_cast<uint64_t>(i));
   }
 
   absl::StatusOr<DemoSet> Collect() {
@@ -110,7 +109,7 @@ class DemoCollector {
 
   bool Done() const {
     return std::all_of(have_.begin(), have_.end(),
-                       [&](int h) { return h >= c_.sft.demos_per_task; });
+                       [&](int h) { return h >= o_.demos_per_task; });
   }
 
   // Env `id` is ready: keep its ended episode if it succeeded, or record
@@ -121,7 +120,7 @@ class DemoCollector {
     if (s.result.done || s.result.truncated) {
       ++d_.attempts;
       const int task = id % n_tasks_;
-      if (s.result.success && have_[task] < c_.sft.demos_per_task) {
+      if (s.result.success && have_[task] < o_.demos_per_task) {
         ++have_[task];
         Keep(ep, task);
       }
@@ -167,7 +166,7 @@ class DemoCollector {
     d_.proprio.insert(d_.proprio.end(), ep.proprio.begin(), ep.proprio.end());
   }
 
-  const Config& c_;
+  const DemoOptions o_;
   EnvPool* pool_;
   const int n_tasks_;
   const float noise_std_;
@@ -183,12 +182,12 @@ class DemoCollector {
 }  // namespace
 
 absl::StatusOr<DemoSet> CollectDemonstrations(
-    const Config& c, const std::vector<TaskSpec>& tasks) {
-  absl::StatusOr<EnvPoolOptions> po = DemoPoolOptions(c, tasks);
+    const DemoOptions& o, const std::vector<TaskSpec>& tasks) {
+  absl::StatusOr<EnvPoolOptions> po = DemoPoolOptions(o, tasks);
   if (!po.ok()) return po.status();
   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(*po);
   if (!pool.ok()) return pool.status();
-  DemoCollector collector(c, tasks, pool->get());
+  DemoCollector collector(o, tasks, pool->get());
   return collector.Collect();
 }
 

@@ -11,15 +11,14 @@
 #include "policies/device.h"
 #include "runtime/rollout_segment.h"
 #include "services/learner/learner_core.h"
-#include "services/options/engine_config.h"
 
 namespace rlvla3 {
 namespace {
 
 // A batch of random observations in staging memory (pinned for a GPU).
-PolicyInput SyntheticInput(const Config& c, int64_t B, int64_t text_len,
-                           const at::Device& device) {
-  const int64_t h = c.env.image_height, w = c.env.image_width;
+PolicyInput SyntheticInput(const InferenceServerOptions& o, int64_t B,
+                           int64_t text_len, const at::Device& device) {
+  const int64_t h = o.image_height, w = o.image_width;
   PolicyInput in;
   in.agentview = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
                      .random_(0, 256);
@@ -45,15 +44,17 @@ struct InferenceStageDriver::Impl {
   PolicyInput in;
 };
 
-InferenceStageDriver::InferenceStageDriver(const Config& c,
+InferenceStageDriver::InferenceStageDriver(const LocalEngineOptions& o,
                                            const EngineParts& parts)
     : impl_(std::make_unique<Impl>()) {
+  const InferenceServerOptions& i = o.inference;
   impl_->policy = parts.policy->Snapshot(0);
-  impl_->device = at::Device(c.inference.device);
+  impl_->device = i.device;
   impl_->policy->To(impl_->device);
-  impl_->bf16 = c.inference.precision == "bf16";
-  impl_->batch = std::min<int64_t>(c.batcher.max_batch, c.env.num_envs);
-  impl_->in = SyntheticInput(c, impl_->batch, parts.policy->max_text_len(),
+  impl_->bf16 = i.bf16;
+  impl_->batch = std::min<int64_t>(static_cast<int64_t>(i.batcher.max_batch),
+                                   o.rollout.pool.num_envs);
+  impl_->in = SyntheticInput(i, impl_->batch, parts.policy->max_text_len(),
                              impl_->device);
 }
 
@@ -75,28 +76,22 @@ struct LearnerStageDriver::Impl {
   std::mt19937 rng;
 };
 
-LearnerStageDriver::LearnerStageDriver(const Config& c,
+LearnerStageDriver::LearnerStageDriver(const LocalEngineOptions& o,
                                        const EngineParts& parts)
     : impl_(std::make_unique<Impl>()) {
   const int64_t L = parts.policy->max_text_len();
   at::Tensor text = torch::randint(2, 8, {1, L}, torch::kLong);
   at::Tensor lens = torch::full({1}, L, torch::kLong);
-  LearnerOptions lo = LearnerOptionsFromConfig(c.rl);
-  lo.algorithm = "ppo";  // synthetic segments: no GRPO groups
-  lo.global_units = c.env.num_envs * c.rl.rollout_len;
+  const int envs = o.rollout.pool.num_envs;
+  impl_->shape = o.segment_shape;
+  LearnerOptions lo = o.learner.core;  // its devices, precision, AdamW, epochs
+  lo.algorithm = "ppo";                // synthetic segments: no GRPO groups
+  lo.global_units = int64_t{envs} * impl_->shape.capacity;
   lo.max_policy_lag = 1000000;
-  lo.device = at::Device(c.learner.device);
-  lo.publish_device = at::Device(c.inference.device);
-  lo.bf16 = c.learner.precision == "bf16";
   impl_->core = std::make_unique<LearnerCore>(parts.policy, text, lens, lo, 0);
-  SegmentShape& shape = impl_->shape;
-  shape.width = static_cast<int>(c.env.image_width);
-  shape.height = static_cast<int>(c.env.image_height);
-  shape.chunk = parts.policy->chunk();
-  shape.capacity = static_cast<int>(c.rl.rollout_len);
-  impl_->rng.seed(static_cast<uint32_t>(c.run.seed));
-  for (int64_t i = 0; i < c.env.num_envs; ++i) {
-    auto s = std::make_unique<RolloutSegment>(shape);
+  impl_->rng.seed(static_cast<uint32_t>(o.rollout.seed));
+  for (int i = 0; i < envs; ++i) {
+    auto s = std::make_unique<RolloutSegment>(impl_->shape);
     for (auto& b : s->agentview) b = static_cast<uint8_t>(impl_->rng());
     for (auto& b : s->wrist) b = static_cast<uint8_t>(impl_->rng());
     for (auto& b : s->tokens) b = static_cast<uint8_t>(impl_->rng());

@@ -2,16 +2,18 @@
 // -----------------------------------------------------------------------------
 // The inference and learner stages alone, one unit of work per call, on the
 // config's devices and precisions: what `rl-vla3 bench` times (each stage's
-// limit) and what `bench --profile` traces. Inference: a batch of synthetic
-// observations (staged as an actor stages them) to the device, Act under
-// inference mode, the values back (the batch's host sync). Learner: the real
-// LearnerCore over synthetic PPO segments, one global batch per Step, and the
-// snapshot an inference server would take.
+// limit) and what `bench --profile` traces. Both take the run's options as
+// services/options builds them (the devices, precisions, batch size, the
+// learner role's options and the segment shape). Inference: a batch of
+// synthetic observations (staged as an actor stages them) to the device, Act
+// under inference mode, the values back (the batch's host sync). Learner: the
+// real LearnerCore over synthetic PPO segments, one global batch per Step, and
+// the snapshot an inference server would take.
 //
 // Example:
-//   InferenceStageDriver inference(config, parts);
+//   InferenceStageDriver inference(engine_options, parts);
 //   inference.Batch();                      // warm-up, then timed calls
-//   LearnerStageDriver learner(config, parts);
+//   LearnerStageDriver learner(engine_options, parts);
 //   int64_t samples = learner.Step();
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_STAGE_DRIVERS_H_
@@ -20,14 +22,13 @@
 #include <cstdint>
 #include <memory>
 
-#include "runtime/config.h"
 #include "services/engine/local_engine.h"
 
 namespace rlvla3 {
 
 class InferenceStageDriver {
  public:
-  InferenceStageDriver(const Config& c, const EngineParts& parts);
+  InferenceStageDriver(const LocalEngineOptions& o, const EngineParts& parts);
   ~InferenceStageDriver();
   void Batch();
   int64_t batch_size() const;
@@ -39,8 +40,10 @@ class InferenceStageDriver {
 
 class LearnerStageDriver {
  public:
-  // Trains `parts.policy` itself (the bench's copy).
-  LearnerStageDriver(const Config& c, const EngineParts& parts);
+  // Trains `parts.policy` itself (the bench's copy) with the run's learner
+  // options, as PPO (synthetic segments form no GRPO groups), on segments of
+  // the run's shape: one per env per global batch.
+  LearnerStageDriver(const LocalEngineOptions& o, const EngineParts& parts);
   ~LearnerStageDriver();
   // One global batch: segments in, micro-batches, one optimizer step, the
   // publish snapshot. Returns the samples trained.

@@ -83,9 +83,9 @@ int VerbEval(const VerbArgs& f) {
   ck->policy->SetTraining(false);
   Policy& policy = *ck->policy;
   const auto start = absl::Now();
-  absl::StatusOr<std::vector<TaskSuccess>> r =
-      EvaluatePolicy(policy, ck->tokenizer, cfg, *tasks, *episodes, sampled,
-                     first_init, static_cast<int>(cfg.rl.execute_steps));
+  absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
+      policy, ck->tokenizer, EvalOptionsFromConfig(cfg), *tasks, *episodes,
+      sampled, first_init, static_cast<int>(cfg.rl.execute_steps));
   if (!r.ok()) {
     spdlog::error("eval: {}", r.status().ToString());
     return kExitFailure;

@@ -40,7 +40,8 @@ int VerbSelfCheck(const VerbArgs& f) {
         s.Get("wait_for_action_ms.p50"), s.Get("env_step.busy_pct"),
         s.Get("inference.busy_pct"), s.Get("request_queue_depth")));
   };
-  absl::StatusOr<SelfCheckReport> r = RunSelfCheck(*c, &metrics, tick);
+  absl::StatusOr<SelfCheckReport> r =
+      RunSelfCheck(SelfCheckOptionsFromConfig(*c), &metrics, tick);
   progress.Finish();
   if (!r.ok()) {
     spdlog::error("self-check failed: {}", r.status().ToString());

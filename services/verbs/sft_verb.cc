@@ -19,6 +19,11 @@ int VerbSft(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
   InitLogging(c->run.log_level);
+  absl::StatusOr<SftOptions> options = SftOptionsFromConfig(*c);
+  if (!options.ok()) {
+    spdlog::error("sft: {}", options.status().ToString());
+    return kExitFailure;
+  }
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
   if (!dir.ok()) {
     spdlog::error("sft: {}", dir.status().ToString());
@@ -26,8 +31,8 @@ int VerbSft(const VerbArgs& f) {
   }
   ProgressLine progress(stderr, ProgressLine::ParseMode(c->metrics.progress),
                         absl::Seconds(c->metrics.interval_s * 10));
-  absl::StatusOr<SftResult> r =
-      RunSft(*c, *dir, [&](const std::string& line) { progress.Update(line); });
+  absl::StatusOr<SftResult> r = RunSft(
+      *options, *dir, [&](const std::string& line) { progress.Update(line); });
   progress.Finish();
   if (!r.ok()) {
     spdlog::error("sft: {}", r.status().ToString());

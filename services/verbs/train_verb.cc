@@ -35,7 +35,11 @@ int VerbTrain(const VerbArgs& f) {
     return kExitFailure;
   }
   InstallStopSignalHandlers();
-  absl::StatusOr<EngineRun> r = RunEngineOnce(*c, *dir, RunOptions{});
+  absl::StatusOr<EngineSetup> setup =
+      EngineSetupFromConfig(*c, *dir, RunOptions{}.write_outputs);
+  absl::StatusOr<EngineRun> r = setup.ok()
+                                    ? RunEngineOnce(*setup, *dir, RunOptions{})
+                                    : absl::StatusOr<EngineRun>(setup.status());
   if (!r.ok()) {
     spdlog::error("train: {}", r.status().ToString());
     return IsConfigError(r.status()) ? kExitUsage : kExitFailure;

@@ -218,6 +218,7 @@ TEST(InferenceServer, FreshSamplesReachTheLearnerWithRatioAndWeightOne) {
       LearnerOptions lo;
       lo.global_units = lo.micro_batch = kEnvs;
       lo.ppo_epochs = epochs;
+      lo.minibatches = 1;
       lo.lr = 1e-4;
       const InferenceServerOptions o = TwoTaskOptions();
       LearnerCore learner(policy, o.text, o.text_len, lo, 7);

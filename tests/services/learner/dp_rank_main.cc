@@ -83,6 +83,7 @@ LearnerOptions MakeLearnerOptions(int world, int epochs) {
   // --epochs E > 1: PPO epochs over the whole batch (one minibatch), the
   // advantages normalised by the whole global batch's moments.
   lo.ppo_epochs = epochs;
+  lo.minibatches = 1;
   lo.normalize_advantages = epochs > 1;
   return lo;
 }

@@ -52,6 +52,9 @@ class LearnerTest : public testing::Test {
     options_.global_units = 8;  // two segments of 4
     options_.max_policy_lag = 1;
     options_.lr = 1e-2;
+    // The streaming single pass unless a test asks for PPO epochs.
+    options_.ppo_epochs = 1;
+    options_.minibatches = 1;
     for (int i = 0; i < 4; ++i)
       segs_.push_back(std::make_unique<RolloutSegment>(SmallShape()));
   }

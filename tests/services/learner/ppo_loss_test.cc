@@ -19,9 +19,11 @@ PpoLossInput Input(float logp, float prox, float behav, float adv) {
   return in;
 }
 
+// Plain PPO's symmetric clip, no value term (a test asks for clip-higher).
 PpoLossOptions NoValue() {
   PpoLossOptions o;
   o.clip_eps = 0.2;
+  o.clip_eps_high = 0;
   o.is_cap = 2.0;
   o.value_coef = 0;
   return o;

@@ -25,9 +25,12 @@ TEST(BenchProfile, TracesBothStagesIntoAChromeTraceAndCountsTheirOps) {
   c.batcher.max_batch = 2;
   absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
   ASSERT_TRUE(parts.ok()) << parts.status();
+  absl::StatusOr<LocalEngineOptions> o =
+      LocalEngineOptionsFromConfig(c, *parts);
+  ASSERT_TRUE(o.ok()) << o.status();
   const std::string path = t.File("trace.json");
   absl::StatusOr<ProfileFigures> p =
-      ProfileStages(c, *parts, path, /*batches=*/2, /*steps=*/1);
+      ProfileStages(*o, *parts, path, /*batches=*/2, /*steps=*/1);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_GT(p->inference_ops_per_batch, 10);
   EXPECT_GT(p->learner_ops_per_step, p->inference_ops_per_batch);

@@ -15,7 +15,8 @@ TEST(SelfCheck, EveryObservationGetsItsOwnReplyInDynamicBatches) {
   MetricsRegistry metrics;
   int ticks = 0;
   absl::StatusOr<SelfCheckReport> r =
-      RunSelfCheck(*c, &metrics, [&](const MetricsSnapshot&) { ++ticks; });
+      RunSelfCheck(SelfCheckOptionsFromConfig(*c), &metrics,
+                   [&](const MetricsSnapshot&) { ++ticks; });
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->ok());
   EXPECT_EQ(r->observations, 12 * 40);

@@ -26,7 +26,8 @@ TEST(Sft, CollectsSuccessfulExpertDemonstrationsWithChunkedTokens) {
   absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
   ASSERT_TRUE(tasks.ok()) << tasks.status();
   ASSERT_EQ(tasks->size(), 2u);
-  absl::StatusOr<DemoSet> d = CollectDemonstrations(c, *tasks);
+  absl::StatusOr<DemoSet> d =
+      CollectDemonstrations(DemoOptionsFromConfig(c), *tasks);
   ASSERT_TRUE(d.ok()) << d.status();
   const size_t n = d->size();
   EXPECT_EQ(d->episodes, 4);
@@ -55,10 +56,13 @@ TEST(Sft, DartNoiseChangesTheVisitedStatesDeterministically) {
   c.env.num_envs = 1;
   absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
   ASSERT_TRUE(tasks.ok()) << tasks.status();
-  absl::StatusOr<DemoSet> clean = CollectDemonstrations(c, *tasks);
+  absl::StatusOr<DemoSet> clean =
+      CollectDemonstrations(DemoOptionsFromConfig(c), *tasks);
   c.sft.demo_noise = 0.3;
-  absl::StatusOr<DemoSet> noisy = CollectDemonstrations(c, *tasks);
-  absl::StatusOr<DemoSet> again = CollectDemonstrations(c, *tasks);
+  absl::StatusOr<DemoSet> noisy =
+      CollectDemonstrations(DemoOptionsFromConfig(c), *tasks);
+  absl::StatusOr<DemoSet> again =
+      CollectDemonstrations(DemoOptionsFromConfig(c), *tasks);
   ASSERT_TRUE(clean.ok() && noisy.ok() && again.ok());
   // Same seed, same noise: the same demos, and still successful ones.
   EXPECT_EQ(noisy->episodes, 2);

@@ -1,0 +1,58 @@
+#include "services/options/sft_options.h"
+
+#include "envs/task_file.h"
+#include "services/options/config_bridge.h"
+
+namespace rlvla3 {
+
+absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c) {
+  return ResolveTaskList(c.sft.tasks, "sft.tasks");
+}
+
+EvalOptions EvalOptionsFromConfig(const Config& c) {
+  EvalOptions o;
+  o.env = EnvOptionsFromConfig(c);
+  o.seed = static_cast<uint64_t>(c.run.seed);
+  o.max_text_len = c.policy.max_text_len;
+  o.execute_steps = c.sft.execute_steps;
+  return o;
+}
+
+DemoOptions DemoOptionsFromConfig(const Config& c) {
+  DemoOptions o;
+  o.env = EnvOptionsFromConfig(c);
+  o.num_envs = c.env.num_envs;
+  o.num_threads = static_cast<int>(c.threads.env_workers);
+  o.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);
+  o.seed = static_cast<uint64_t>(c.run.seed);
+  o.noise = c.sft.demo_noise;
+  o.demos_per_task = c.sft.demos_per_task;
+  o.chunk = static_cast<int>(c.policy.chunk);
+  return o;
+}
+
+absl::StatusOr<SftOptions> SftOptionsFromConfig(const Config& c) {
+  SftOptions o;
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  if (!tasks.ok()) return tasks.status();
+  o.tasks = *std::move(tasks);
+  o.demos = DemoOptionsFromConfig(c);
+  CloningOptions& t = o.cloning;
+  t.lr = c.sft.lr;
+  t.weight_decay = c.sft.weight_decay;
+  t.label_sigma_bins = c.sft.label_sigma_bins;
+  t.batch_size = c.sft.batch_size;
+  t.epochs = c.sft.epochs;
+  t.augment_shift_px = c.sft.augment_shift_px;
+  t.time_budget_s = c.sft.time_budget_s;
+  t.report_every_s = c.metrics.interval_s;
+  t.seed = static_cast<uint64_t>(c.run.seed);
+  o.eval = EvalOptionsFromConfig(c);
+  o.policy = TinyVLAOptionsFromConfig(c, /*vocab=*/0);
+  o.eval_episodes = c.sft.eval_episodes;
+  o.checkpoint = c.sft.checkpoint;
+  o.seed = static_cast<uint64_t>(c.run.seed);
+  return o;
+}
+
+}  // namespace rlvla3
