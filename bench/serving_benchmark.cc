@@ -23,10 +23,10 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/weight_channel.h"
 #include "runtime/config.h"
-#include "runtime/observation_channel.h"
 #include "runtime/thread_budget.h"
-#include "runtime/weight_channel.h"
 #include "services/inference/inference_server.h"
 #include "services/net/grpc_common.h"
 #include "services/net/inference_service.h"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The floors of the house (README "Code layout and style"): a folder includes
 # only project headers from its own floor or the floors below it.
-#   runtime/                        the ground: runtime/ only
+#   runtime/                        the ground: runtime/ only (not its channels)
+#   runtime/channels                the three queue levels: runtime/ and themselves
 #   envs/, policies/                runtime/ and themselves (not each other)
 #   services/{rollout,inference,learner}   the roles: the floors below, themselves
 #   services/engine                 the roles wired in one process
@@ -21,6 +22,7 @@ cd "$(dirname "$0")/.."
 # folder -> project folders its files may include (space-separated prefixes).
 declare -A allowed=(
   [runtime]="runtime/"
+  [runtime/channels]="runtime/"
   [envs]="runtime/ envs/"
   [policies]="runtime/ policies/"
   [services/rollout]="runtime/ envs/ policies/ services/rollout/"
@@ -35,6 +37,12 @@ declare -A allowed=(
 )
 project='^(runtime|envs|policies|services)/'
 
+# A floor's own files only: a sub-folder that is a floor of its own
+# (runtime/channels) is checked with its own rule, and its parent may not
+# include it.
+declare -A denied=([runtime]="runtime/channels/")
+declare -A skip_dirs=([runtime]="channels")
+
 bad=0
 for folder in "${!allowed[@]}"; do
   while IFS= read -r line; do
@@ -45,11 +53,15 @@ for folder in "${!allowed[@]}"; do
     for prefix in ${allowed[$folder]}; do
       if [[ $header == "$prefix"* ]]; then ok=1; break; fi
     done
+    for prefix in ${denied[$folder]:-}; do
+      if [[ $header == "$prefix"* ]]; then ok=0; fi
+    done
     if [[ $ok == 0 ]]; then
       echo "check_layers: $file includes \"$header\", above its floor ($folder may include: ${allowed[$folder]})"
       bad=1
     fi
-  done < <(grep -rHE '^#include "' "$folder" --include='*.h' --include='*.cc' | \
+  done < <(grep -rHE '^#include "' "$folder" --include='*.h' --include='*.cc' \
+             ${skip_dirs[$folder]:+--exclude-dir=${skip_dirs[$folder]}} | \
            sed -E 's/^([^:]+):[0-9]*:?/\1:/' || true)
 done
 

@@ -1,4 +1,4 @@
-// File: runtime/observation_channel.h
+// File: runtime/channels/observation_channel.h
 // -----------------------------------------------------------------------------
 // Level 1 channel: rollout workers submit one env's observation at a time;
 // the inference server batches them and answers each env with its action
@@ -20,8 +20,8 @@
 //   DynamicBatcher<ObservationRequest> batcher(&ch.requests(), options);
 //   batcher.NextBatch(batch);  ...  ch.Reply(replies);
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_OBSERVATION_CHANNEL_H_
-#define RLVLA3_RUNTIME_OBSERVATION_CHANNEL_H_
+#ifndef RLVLA3_RUNTIME_CHANNELS_OBSERVATION_CHANNEL_H_
+#define RLVLA3_RUNTIME_CHANNELS_OBSERVATION_CHANNEL_H_
 
 #include <cstdint>
 #include <functional>
@@ -111,4 +111,4 @@ class LocalObservationChannel final : public ObservationChannel,
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_OBSERVATION_CHANNEL_H_
+#endif  // RLVLA3_RUNTIME_CHANNELS_OBSERVATION_CHANNEL_H_

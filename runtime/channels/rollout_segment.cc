@@ -1,4 +1,4 @@
-#include "runtime/rollout_segment.h"
+#include "runtime/channels/rollout_segment.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-// File: runtime/rollout_segment.h
+// File: runtime/channels/rollout_segment.h
 // -----------------------------------------------------------------------------
 // Level 2 payload: a trajectory segment of one env, filled decision by
 // decision by the rollout side and consumed sample by sample by the learner.
@@ -16,8 +16,8 @@
 //   ...
 //   pool.Release(s);                    // learner, after training on it
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_ROLLOUT_SEGMENT_H_
-#define RLVLA3_RUNTIME_ROLLOUT_SEGMENT_H_
+#ifndef RLVLA3_RUNTIME_CHANNELS_ROLLOUT_SEGMENT_H_
+#define RLVLA3_RUNTIME_CHANNELS_ROLLOUT_SEGMENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -116,4 +116,4 @@ class SegmentPool {
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_ROLLOUT_SEGMENT_H_
+#endif  // RLVLA3_RUNTIME_CHANNELS_ROLLOUT_SEGMENT_H_

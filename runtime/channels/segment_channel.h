@@ -1,4 +1,4 @@
-// File: runtime/segment_channel.h
+// File: runtime/channels/segment_channel.h
 // -----------------------------------------------------------------------------
 // Level 2 channel: rollout workers push finished trajectory segments; the
 // learner pops them as they arrive and releases each one once it has trained
@@ -20,15 +20,15 @@
 //   size_t n; ch.PopBulk(buf, 16, absl::Milliseconds(20), &n);  // learner
 //   ch.Release(buf[0]);                 // after training on it
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_SEGMENT_CHANNEL_H_
-#define RLVLA3_RUNTIME_SEGMENT_CHANNEL_H_
+#ifndef RLVLA3_RUNTIME_CHANNELS_SEGMENT_CHANNEL_H_
+#define RLVLA3_RUNTIME_CHANNELS_SEGMENT_CHANNEL_H_
 
 #include <cstddef>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "runtime/bounded_queue.h"
-#include "runtime/rollout_segment.h"
+#include "runtime/channels/rollout_segment.h"
 
 namespace rlvla3 {
 
@@ -91,4 +91,4 @@ class LocalSegmentChannel final : public SegmentChannel, public SegmentSource {
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_SEGMENT_CHANNEL_H_
+#endif  // RLVLA3_RUNTIME_CHANNELS_SEGMENT_CHANNEL_H_

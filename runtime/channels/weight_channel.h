@@ -1,4 +1,4 @@
-// File: runtime/weight_channel.h
+// File: runtime/channels/weight_channel.h
 // -----------------------------------------------------------------------------
 // Level 3 channel: the learner publishes versioned, immutable weight
 // snapshots; inference servers take the latest one between batches (latest
@@ -15,8 +15,8 @@
 //   weights.Publish(snapshot, /*version=*/3);          // learner
 //   WeightChannel<Policy>::Entry e = weights.Latest();  // inference
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_RUNTIME_WEIGHT_CHANNEL_H_
-#define RLVLA3_RUNTIME_WEIGHT_CHANNEL_H_
+#ifndef RLVLA3_RUNTIME_CHANNELS_WEIGHT_CHANNEL_H_
+#define RLVLA3_RUNTIME_CHANNELS_WEIGHT_CHANNEL_H_
 
 #include <cstdint>
 #include <functional>
@@ -73,4 +73,4 @@ class LocalWeightChannel final : public WeightChannel<T> {
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_RUNTIME_WEIGHT_CHANNEL_H_
+#endif  // RLVLA3_RUNTIME_CHANNELS_WEIGHT_CHANNEL_H_

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/observation_channel.h"
-#include "runtime/segment_channel.h"
-#include "runtime/weight_channel.h"
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/segment_channel.h"
+#include "runtime/channels/weight_channel.h"
 
 namespace rlvla3 {
 namespace {

@@ -29,12 +29,12 @@
 
 #include "absl/status/status.h"
 #include "policies/policy.h"
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/weight_channel.h"
 #include "runtime/dynamic_batcher.h"
 #include "runtime/metrics.h"
-#include "runtime/observation_channel.h"
 #include "runtime/role_threads.h"
 #include "runtime/stage_timeline.h"
-#include "runtime/weight_channel.h"
 
 namespace rlvla3 {
 

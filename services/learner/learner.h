@@ -31,11 +31,11 @@
 #include "absl/status/status.h"
 #include "policies/text_tokenizer.h"
 #include "policies/trainable_policy.h"
+#include "runtime/channels/segment_channel.h"
+#include "runtime/channels/weight_channel.h"
 #include "runtime/metrics.h"
 #include "runtime/role_threads.h"
-#include "runtime/segment_channel.h"
 #include "runtime/stage_timeline.h"
-#include "runtime/weight_channel.h"
 #include "services/learner/learner_checkpoints.h"
 #include "services/learner/learner_core.h"
 

@@ -41,7 +41,7 @@
 #include "absl/types/span.h"
 #include "policies/policy.h"
 #include "policies/trainable_policy.h"
-#include "runtime/rollout_segment.h"
+#include "runtime/channels/rollout_segment.h"
 #include "services/learner/gradient_reducer.h"
 #include "services/learner/kl_adaptive_lr.h"
 #include "services/learner/ppo_loss.h"

@@ -26,8 +26,8 @@
 #include <functional>
 #include <memory>
 
+#include "runtime/channels/observation_channel.h"
 #include "runtime/metrics.h"
-#include "runtime/observation_channel.h"
 #include "services/net/grpc_common.h"
 #include "services/net/wire_format.h"
 

@@ -29,9 +29,9 @@
 #include <memory>
 
 #include "policies/policy.h"
+#include "runtime/channels/segment_channel.h"
+#include "runtime/channels/weight_channel.h"
 #include "runtime/metrics.h"
-#include "runtime/segment_channel.h"
-#include "runtime/weight_channel.h"
 #include "services/net/grpc_common.h"
 #include "services/net/wire_format.h"
 

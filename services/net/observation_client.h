@@ -53,7 +53,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "runtime/observation_channel.h"
+#include "runtime/channels/observation_channel.h"
 #include "services/net/grpc_common.h"
 #include "services/net/wire_format.h"
 

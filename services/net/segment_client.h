@@ -39,7 +39,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "runtime/segment_channel.h"
+#include "runtime/channels/segment_channel.h"
 #include "services/net/grpc_common.h"
 
 namespace rlvla3 {

@@ -22,8 +22,8 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "runtime/observation_channel.h"
-#include "runtime/rollout_segment.h"
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/rollout_segment.h"
 
 namespace rlvla3 {
 namespace v1 {

@@ -29,9 +29,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "envs/env_pool.h"
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/segment_channel.h"
 #include "runtime/metrics.h"
-#include "runtime/observation_channel.h"
-#include "runtime/segment_channel.h"
 #include "runtime/stage_timeline.h"
 
 namespace rlvla3 {

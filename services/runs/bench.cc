@@ -18,7 +18,7 @@
 #include "policies/host_sync_counter.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/allocator.h"
-#include "runtime/rollout_segment.h"
+#include "runtime/channels/rollout_segment.h"
 #include "runtime/steady_clock.h"
 #include "services/learner/learner_core.h"
 #include "services/options/config_bridge.h"

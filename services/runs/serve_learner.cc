@@ -13,10 +13,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "rlvla3/v1/services.grpc.pb.h"
+#include "runtime/channels/weight_channel.h"
 #include "runtime/config_schema.h"
 #include "runtime/rate_meter.h"
 #include "runtime/stop_signal.h"
-#include "runtime/weight_channel.h"
 #include "services/learner/c10d_reducer.h"
 #include "services/learner/gradient_reducer.h"
 #include "services/learner/learner.h"

@@ -9,7 +9,7 @@
 
 #include "envs/sim_env.h"
 #include "policies/device.h"
-#include "runtime/rollout_segment.h"
+#include "runtime/channels/rollout_segment.h"
 #include "services/learner/learner_core.h"
 
 namespace rlvla3 {

@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/segment_channel.h"
+#include "runtime/channels/weight_channel.h"
 #include "runtime/dynamic_batcher.h"
-#include "runtime/observation_channel.h"
-#include "runtime/segment_channel.h"
-#include "runtime/weight_channel.h"
 
 namespace rlvla3 {
 namespace {

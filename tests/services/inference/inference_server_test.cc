@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "policies/tiny_vla_policy.h"
-#include "runtime/observation_channel.h"
-#include "runtime/rollout_segment.h"
-#include "runtime/weight_channel.h"
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/rollout_segment.h"
+#include "runtime/channels/weight_channel.h"
 #include "services/learner/learner_core.h"
 
 namespace rlvla3 {

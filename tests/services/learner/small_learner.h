@@ -7,7 +7,7 @@
 #include <random>
 
 #include "policies/tiny_vla.h"
-#include "runtime/rollout_segment.h"
+#include "runtime/channels/rollout_segment.h"
 
 namespace rlvla3::testutil {
 

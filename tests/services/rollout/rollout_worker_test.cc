@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "envs/task.h"
-#include "runtime/observation_channel.h"
-#include "runtime/segment_channel.h"
+#include "runtime/channels/observation_channel.h"
+#include "runtime/channels/segment_channel.h"
 
 namespace rlvla3 {
 namespace {
