@@ -47,6 +47,19 @@ inline TinyVLAOptions TinyVLAOptionsFromConfig(const Config& c, int64_t vocab) {
       .value_detach(p.value_detach);
 }
 
+// How env.num_envs spread over threads.env_workers: the workers that get
+// envs (at most one per env) and the most envs one of them steps.
+struct EnvWorkerShare {
+  int64_t workers = 1, envs_per_worker = 1;
+};
+inline EnvWorkerShare EnvWorkerShareOf(const Config& c) {
+  EnvWorkerShare s;
+  s.workers =
+      std::max<int64_t>(1, std::min(c.threads.env_workers, c.env.num_envs));
+  s.envs_per_worker = (c.env.num_envs + s.workers - 1) / s.workers;
+  return s;
+}
+
 // env.* and threads.* keys -> EnvPoolOptions over `tasks`.
 inline EnvPoolOptions EnvPoolOptionsFromConfig(
     const Config& c, const std::vector<TaskSpec>& tasks) {
@@ -66,9 +79,7 @@ inline EnvPoolOptions EnvPoolOptionsFromConfig(
   o.faults = ParseFaultPlan(c.env.faults).value_or(FaultPlan{});
   o.faults.hang_s = c.env.fault_hang_s;
   o.step_deadline_s = c.env.step_deadline_s;
-  const int64_t workers =
-      std::max<int64_t>(1, std::min(c.threads.env_workers, c.env.num_envs));
-  const int64_t per_worker = (c.env.num_envs + workers - 1) / workers;
+  const int64_t per_worker = EnvWorkerShareOf(c).envs_per_worker;
   o.max_sweep =
       static_cast<int>((per_worker + c.threads.env_worker_splits - 1) /
                        c.threads.env_worker_splits);

@@ -25,9 +25,9 @@ EnvStageProcesses EnvStageProcessesOf(const Config& c, const std::string& dir) {
   EnvStageProcesses p;
   p.config = c;
   p.config.run.out_dir = dir;
-  p.workers =
-      std::max<int64_t>(1, std::min(c.threads.env_workers, c.env.num_envs));
-  p.envs_per_worker = (c.env.num_envs + p.workers - 1) / p.workers;
+  const EnvWorkerShare share = EnvWorkerShareOf(c);
+  p.workers = share.workers;
+  p.envs_per_worker = share.envs_per_worker;
   p.processes =
       static_cast<int>(std::max<int64_t>(1, c.cluster.rollout_workers));
   return p;

@@ -7,20 +7,10 @@
 
 #include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
+#include "tests/policies/small_tiny_vla.h"
 
 namespace rlvla3 {
 namespace {
-
-TinyVLAOptions Small() {
-  return TinyVLAOptions()
-      .vocab_size(16)
-      .d_model(32)
-      .heads(4)
-      .layers(2)
-      .grid(3)
-      .stem_channels(8)
-      .chunk(3);
-}
 
 PolicyInput Input(int64_t B) {
   torch::manual_seed(11);
@@ -35,7 +25,7 @@ PolicyInput Input(int64_t B) {
 
 TEST(ServingWeights, ABf16CopyMadeOnceAndRefreshedInPlaceAtEachVersion) {
   torch::manual_seed(1);
-  TinyVLAPolicy learner(TinyVLA(Small()), 0);
+  TinyVLAPolicy learner(TinyVLA(testutil::SmallTinyVLA()), 0);
   ServingWeights serving(at::kBFloat16);
   const std::shared_ptr<Policy> v1 = serving.Refresh(learner.Snapshot(1));
   auto copy = std::dynamic_pointer_cast<TinyVLAPolicy>(v1);
@@ -63,7 +53,7 @@ TEST(ServingWeights, ABf16CopyMadeOnceAndRefreshedInPlaceAtEachVersion) {
 
 TEST(ServingWeights, Bf16ActsCloseToFloat32UnderAutocast) {
   torch::manual_seed(2);
-  TinyVLAPolicy policy(TinyVLA(Small()), 0);
+  TinyVLAPolicy policy(TinyVLA(testutil::SmallTinyVLA()), 0);
   ServingWeights serving(at::kBFloat16);
   const std::shared_ptr<Policy> bf16 = serving.Refresh(policy.Snapshot(0));
   const PolicyInput in = Input(4);

@@ -9,21 +9,11 @@
 #include "policies/safetensors.h"
 #include "policies/text_tokenizer.h"
 #include "policies/tiny_vla_policy.h"
+#include "tests/policies/small_tiny_vla.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
 namespace {
-
-TinyVLAOptions SmallOptions() {
-  return TinyVLAOptions()
-      .vocab_size(16)
-      .d_model(32)
-      .heads(4)
-      .layers(2)
-      .grid(3)
-      .stem_channels(8)
-      .chunk(3);
-}
 
 // B observations at 32x32 with instructions of the given lengths.
 PolicyInput MakeInput(const std::vector<int64_t>& lengths, int64_t vocab) {
@@ -45,7 +35,7 @@ PolicyInput MakeInput(const std::vector<int64_t>& lengths, int64_t vocab) {
 
 TEST(TinyVLA, PackedAndPaddedForwardPassesAgree) {
   torch::manual_seed(1);
-  TinyVLA net(SmallOptions());
+  TinyVLA net(testutil::SmallTinyVLA());
   PolicyInput in = MakeInput({1, 5, 3, 7}, 16);
   TinyVLAOutput padded = net->forward(in, false);
   TinyVLAOutput packed = net->forward(in, true);
@@ -61,7 +51,7 @@ TEST(TinyVLA, PackedAndPaddedForwardPassesAgree) {
 
 TEST(TinyVLA, ActionLogScaleIsAPerDimensionInverseTemperature) {
   torch::manual_seed(2);
-  TinyVLA net(SmallOptions());
+  TinyVLA net(testutil::SmallTinyVLA());
   net->eval();
   PolicyInput in = MakeInput({4, 2}, 16);
   const at::Tensor base = net->forward(in, false).logits.detach();
@@ -83,7 +73,7 @@ TEST(TinyVLA, ActionLogScaleIsAPerDimensionInverseTemperature) {
 TEST(TinyVLAPolicy, ActLogProbsEqualEvaluateLogProbs) {
   torch::manual_seed(2);
   for (bool packed : {true, false}) {
-    TinyVLAPolicy policy(TinyVLA(SmallOptions()), 7, packed);
+    TinyVLAPolicy policy(TinyVLA(testutil::SmallTinyVLA()), 7, packed);
     PolicyInput in = MakeInput({2, 4, 4}, 16);
     ActResult a = policy.Act(in, /*greedy=*/false);
     EXPECT_EQ(a.version, 7u);
@@ -110,7 +100,7 @@ TEST(TinyVLAPolicy, ActLogProbsEqualEvaluateLogProbs) {
 
 TEST(TinyVLAPolicy, GreedyIsDeterministicAndGradientsFlow) {
   torch::manual_seed(3);
-  TinyVLAPolicy policy(TinyVLA(SmallOptions()), 0);
+  TinyVLAPolicy policy(TinyVLA(testutil::SmallTinyVLA()), 0);
   PolicyInput in = MakeInput({3, 3}, 16);
   EXPECT_TRUE(
       torch::equal(policy.Act(in, true).tokens, policy.Act(in, true).tokens));
@@ -194,7 +184,7 @@ TEST(Safetensors, MalformedFilesGiveClearErrors) {
 
 TEST(Checkpoint, SaveLoadRoundTripIsExact) {
   torch::manual_seed(4);
-  TinyVLA net(SmallOptions());
+  TinyVLA net(testutil::SmallTinyVLA());
   TextTokenizer tok = TextTokenizer::Build({"lift the red cube"});
   const testutil::TestDir tmp;
   const std::string dir = tmp.File("ckpt");
@@ -214,7 +204,7 @@ TEST(Checkpoint, SaveLoadRoundTripIsExact) {
 
 TEST(Checkpoint, MalformedCheckpointsNameTheProblem) {
   torch::manual_seed(5);
-  TinyVLA net(SmallOptions());
+  TinyVLA net(testutil::SmallTinyVLA());
   TextTokenizer tok = TextTokenizer::Build({"open the drawer"});
   const testutil::TestDir tmp;
   const std::string dir = tmp.File("ckpt_bad");
