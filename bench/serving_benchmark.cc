@@ -29,8 +29,8 @@
 #include "runtime/thread_budget.h"
 #include "services/inference/inference_server.h"
 #include "services/net/grpc_common.h"
-#include "services/net/inference_service.h"
 #include "services/net/observation_client.h"
+#include "services/net/observation_server.h"
 #include "services/options/engine_config.h"
 
 namespace rlvla3 {
@@ -103,8 +103,8 @@ struct Setup {
   LocalWeightChannel<Policy> weights;
 };
 
-InferenceServiceOptions ServiceOptions(const Setup& s, int envs) {
-  InferenceServiceOptions so;
+ObservationServerOptions ServiceOptions(const Setup& s, int envs) {
+  ObservationServerOptions so;
   so.shape = s.shape;
   so.num_envs = envs;
   so.num_tasks = static_cast<int>(s.options.inference.text.size(0));
@@ -158,7 +158,7 @@ GrpcResult OverGrpc(Setup& s, int envs, int streams, double seconds) {
   NetOptions net;
   MetricsRegistry metrics;
   StageTimeline timeline(false);
-  InferenceService service(ServiceOptions(s, envs), net, &metrics);
+  ObservationServer service(ServiceOptions(s, envs), net, &metrics);
   InferenceServer role(s.options.inference, &service, &s.weights, &metrics,
                        &timeline);
   role.Start([&service] { service.Close(); });

@@ -1,25 +1,19 @@
 // File: services/net/learner_service.h
 // -----------------------------------------------------------------------------
-// The learner's end of levels 2 and 3 over gRPC.
-//   Level 2: PushSegments (client streaming) decodes each segment into a
-//   preallocated pool and queues it for the Learner role (this is its
-//   SegmentSource). With no free segment a stream stops reading until the
-//   learner releases one: the flow control is the pool, and gRPC's own
-//   window carries it back to the rollout worker. Every field of a segment
-//   is checked first (DecodeSegment against options.limits and the learner's
-//   version): an invalid one is counted and logged, never queued, and ends
-//   its call with INVALID_ARGUMENT naming the field; other calls go on.
-//   Level 3: SubscribeWeights (server streaming) sends every subscriber the
-//   latest published version, chunked; a version is encoded once, by one
-//   encoder thread, and shared by all subscribers; a slow subscriber finishes
-//   the version it is sending and then jumps to the latest (versions in
-//   between are skipped). Versions-only subscribers get one small message per
-//   version.
+// The learner role's gRPC service: the Learner service of services.proto,
+// one front for the learner's two ends of the data flow, each with its own
+// state:
+//   level 2, PushSegments -> SegmentServer (segment_server.h): segments
+//     decoded into a preallocated pool, the Learner role's SegmentSource;
+//   level 3, SubscribeWeights -> WeightServer (weight_server.h): every
+//     published version encoded once, latest wins per subscriber.
+// The service itself checks each call's token and answers GetStatus and
+// GetRunSettings.
 //
 // Example:
 //   LearnerService svc(options, net, &weights, &metrics);
 //   auto server = RoleServer::Start(listen, net, {svc.service()});
-//   Learner learner(policy, lo, version, &svc, &weights, &metrics, &tl);
+//   Learner learner(policy, lo, version, &svc.segments(), &weights, ...);
 //   svc.SetVersionSource([&] { return learner.version(); });
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_NET_LEARNER_SERVICE_H_
@@ -29,11 +23,11 @@
 #include <memory>
 
 #include "policies/policy.h"
-#include "runtime/channels/segment_channel.h"
 #include "runtime/channels/weight_channel.h"
 #include "runtime/metrics.h"
 #include "services/net/grpc_common.h"
-#include "services/net/wire_format.h"
+#include "services/net/segment_server.h"
+#include "services/net/weight_server.h"
 
 namespace rlvla3 {
 namespace v1 {
@@ -42,25 +36,23 @@ class RunSettings;
 }  // namespace v1
 
 struct LearnerServiceOptions {
-  SegmentShape shape;
-  // Ranges a segment is checked against; its max_version is replaced by the
-  // learner's version (SetVersionSource) + version_slack at each segment.
-  SegmentLimits limits;
-  // Data-parallel ranks other than 0 reach a version a moment after rank 0
-  // publishes it: they accept one version ahead.
-  uint64_t version_slack = 0;
-  int segment_count = 64;         // preallocated segments
-  size_t chunk_bytes = 4u << 20;  // weight chunk size
+  SegmentServerOptions segments;
+  // Its max_message_bytes is the network's (NetOptions).
+  WeightServerOptions weights;
 };
 
-class LearnerService final : public SegmentSource {
+class LearnerService {
  public:
-  // Subscribes to `weights` (publications from now on are served).
+  // Serves `weights`' publications from now on (and the latest one).
   LearnerService(const LearnerServiceOptions& options, const NetOptions& net,
                  WeightChannel<Policy>* weights, MetricsRegistry* metrics);
-  ~LearnerService() override;
+  ~LearnerService();
+  LearnerService(const LearnerService&) = delete;
+  LearnerService& operator=(const LearnerService&) = delete;
 
   grpc::Service* service();
+  // Level 2's intake: the learner's SegmentSource.
+  SegmentServer& segments();
   // What GetStatus reports besides the service's own counters; set once,
   // before the server starts.
   void SetStatusSource(std::function<void(v1::RoleStatus*)> fill);
@@ -71,13 +63,7 @@ class LearnerService final : public SegmentSource {
   // set once, before the server starts.
   void SetRunSettings(const v1::RunSettings& settings);
 
-  // SegmentSource.
-  QueueStatus PopBulk(RolloutSegment** out, size_t max, absl::Duration timeout,
-                      size_t* n) override;
-  void Release(RolloutSegment* segment) override;
-  size_t depth() const override;
-
-  // Stops intake and the encoder; PopBulk drains, then reports kClosed.
+  // Stops intake and the encoder; the segments drain, then report kClosed.
   void Close();
 
   struct Impl;

@@ -18,7 +18,7 @@
 #include "runtime/rate_meter.h"
 #include "runtime/stop_signal.h"
 #include "services/inference/inference_server.h"
-#include "services/net/inference_service.h"
+#include "services/net/observation_server.h"
 #include "services/net/weight_client.h"
 #include "services/options/engine_config.h"
 #include "services/runs/serve_role.h"
@@ -30,8 +30,8 @@ constexpr int kExitOk = 0;
 using Clock = std::chrono::steady_clock;
 
 // The service's shape and queue: every env of the run may be waiting on it.
-InferenceServiceOptions ServiceOptionsOf(const RoleSetup& s) {
-  InferenceServiceOptions so;
+ObservationServerOptions ServiceOptionsOf(const RoleSetup& s) {
+  ObservationServerOptions so;
   so.shape = s.shape;
   so.num_envs = s.global_envs;
   so.num_tasks = static_cast<int>(s.options.inference.text.size(0));
@@ -46,7 +46,7 @@ InferenceServiceOptions ServiceOptionsOf(const RoleSetup& s) {
 absl::StatusOr<std::unique_ptr<WeightSubscriber>> SubscribeToWeights(
     const std::string& learner, const NetOptions& net,
     std::shared_ptr<TrainablePolicy> base, LocalWeightChannel<Policy>* weights,
-    InferenceService* service) {
+    ObservationServer* service) {
   WeightSubscriber::Callbacks cb;
   cb.on_weights = [weights, service, base](AssembledWeights w) -> absl::Status {
     std::shared_ptr<TrainablePolicy> p = base->Snapshot(w.version);
@@ -83,7 +83,7 @@ int ServeInference(const ServeFlags& f, RoleSetup& s) {
   MetricsRegistry metrics;
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
-  InferenceService service(ServiceOptionsOf(s), s.net, &metrics);
+  ObservationServer service(ServiceOptionsOf(s), s.net, &metrics);
   Counter& served = metrics.counter("observations_served");
   RateMeter rate;
   // Weights come from the learner only: the server starts serving with the

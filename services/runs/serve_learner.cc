@@ -70,14 +70,14 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
   LearnerServiceOptions so;
-  so.shape = s.options.segment_shape;
-  so.segment_count = s.options.segment_count * s.workers;
+  so.segments.shape = s.options.segment_shape;
+  so.segments.segment_count = s.options.segment_count * s.workers;
   const RunLayout layout{s.workers, s.route_block, (*group)->world_size()};
-  so.limits = SegmentLimitsOf(s.options, layout);
-  so.version_slack = (*group)->rank() > 0 ? 1 : 0;
+  so.segments.limits = SegmentLimitsOf(s.options, layout);
+  so.segments.version_slack = (*group)->rank() > 0 ? 1 : 0;
   LearnerService service(so, s.net, &weights, &metrics);
-  Learner learner(s.parts.policy, lo, s.parts.version, &service, &weights,
-                  &metrics, &timeline);
+  Learner learner(s.parts.policy, lo, s.parts.version, &service.segments(),
+                  &weights, &metrics, &timeline);
   service.SetVersionSource([&learner] { return learner.version(); });
   v1::RunSettings settings;
   FillRunSettings(s.options, layout, &settings);
@@ -115,7 +115,7 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
             "learner: version {}, {} steps, {} samples ({:.0f}/s), "
             "{} segments waiting, {} roles reporting",
             learner.version(), steps.value(), trained.value(), rate.per_s(),
-            service.depth(), roster.Snapshot().roles_size());
+            service.segments().depth(), roster.Snapshot().roles_size());
         if (const std::string quiet = SilentRoles(roster); !quiet.empty()) {
           spdlog::warn("learner: silent past cluster.role_timeout_s: {}",
                        quiet);

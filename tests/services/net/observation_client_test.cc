@@ -18,7 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/metrics.h"
 #include "services/net/grpc_common.h"
-#include "services/net/inference_service.h"
+#include "services/net/observation_server.h"
 
 namespace rlvla3 {
 namespace {
@@ -43,8 +43,8 @@ struct Server {
   std::string address() const {
     return absl::StrCat("127.0.0.1:", server->port());
   }
-  static InferenceServiceOptions Options() {
-    InferenceServiceOptions o;
+  static ObservationServerOptions Options() {
+    ObservationServerOptions o;
     o.num_envs = kEnvs;
     o.num_tasks = 1;
     o.request_queue.capacity = 8;
@@ -52,7 +52,7 @@ struct Server {
   }
 
   MetricsRegistry metrics;
-  InferenceService service;
+  ObservationServer service;
   std::unique_ptr<RoleServer> server;
 };
 

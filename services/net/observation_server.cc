@@ -1,4 +1,4 @@
-#include "services/net/inference_service.h"
+#include "services/net/observation_server.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,7 +23,7 @@ namespace {
 class ActReactor final
     : public grpc::ServerBidiReactor<v1::Observation, v1::ActionReply> {
  public:
-  explicit ActReactor(InferenceService::Impl* svc);
+  explicit ActReactor(ObservationServer::Impl* svc);
   void OnReadDone(bool ok) override;
   void OnWriteDone(bool ok) override;
   void OnCancel() override;
@@ -39,7 +39,7 @@ class ActReactor final
   void Enqueue(v1::ActionReply* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void MaybeFinish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  InferenceService::Impl* svc_;
+  ObservationServer::Impl* svc_;
   v1::Observation in_;  // read into; only the stream's reactions touch it
   std::mutex mu_;
   std::vector<std::unique_ptr<v1::ActionReply>> all_ ABSL_GUARDED_BY(mu_);
@@ -60,7 +60,7 @@ class ActReactor final
 
 }  // namespace
 
-struct InferenceService::Impl final : public v1::Inference::CallbackService {
+struct ObservationServer::Impl final : public v1::Inference::CallbackService {
   struct Slot {
     std::vector<uint8_t> agentview, wrist;
     std::vector<float> proprio;
@@ -72,7 +72,7 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
     bool parked = false;
   };
 
-  Impl(const InferenceServiceOptions& o, const NetOptions& n,
+  Impl(const ObservationServerOptions& o, const NetOptions& n,
        MetricsRegistry* metrics)
       : options(o),
         net(n),
@@ -219,7 +219,7 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
     }
   }
 
-  InferenceServiceOptions options;
+  ObservationServerOptions options;
   NetOptions net;
   BoundedQueue<ObservationRequest> queue;
   Counter* observations;
@@ -234,7 +234,7 @@ struct InferenceService::Impl final : public v1::Inference::CallbackService {
 
 namespace {
 
-ActReactor::ActReactor(InferenceService::Impl* svc) : svc_(svc) {
+ActReactor::ActReactor(ObservationServer::Impl* svc) : svc_(svc) {
   StartRead(&in_);
 }
 
@@ -357,29 +357,29 @@ void ActReactor::MaybeFinish() {
 
 }  // namespace
 
-InferenceService::InferenceService(const InferenceServiceOptions& options,
-                                   const NetOptions& net,
-                                   MetricsRegistry* metrics)
+ObservationServer::ObservationServer(const ObservationServerOptions& options,
+                                     const NetOptions& net,
+                                     MetricsRegistry* metrics)
     : impl_(std::make_unique<Impl>(options, net, metrics)) {}
 
-InferenceService::~InferenceService() = default;
+ObservationServer::~ObservationServer() = default;
 
-grpc::Service* InferenceService::service() { return impl_.get(); }
+grpc::Service* ObservationServer::service() { return impl_.get(); }
 
-void InferenceService::SetStatusSource(
+void ObservationServer::SetStatusSource(
     std::function<void(v1::RoleStatus*)> fill) {
   impl_->status_fill = std::move(fill);
 }
 
-void InferenceService::FillStatus(v1::RoleStatus* out) {
+void ObservationServer::FillStatus(v1::RoleStatus* out) {
   impl_->FillStatus(out);
 }
 
-BoundedQueue<ObservationRequest>& InferenceService::requests() {
+BoundedQueue<ObservationRequest>& ObservationServer::requests() {
   return impl_->queue;
 }
 
-absl::Status InferenceService::Reply(absl::Span<const ActionReply> replies) {
+absl::Status ObservationServer::Reply(absl::Span<const ActionReply> replies) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (const ActionReply& r : replies) {
     Impl::Slot& s = impl_->slots[static_cast<size_t>(r.env)];
@@ -392,12 +392,12 @@ absl::Status InferenceService::Reply(absl::Span<const ActionReply> replies) {
   return absl::OkStatus();
 }
 
-void InferenceService::AnnounceVersion(uint64_t version) {
+void ObservationServer::AnnounceVersion(uint64_t version) {
   impl_->AnnounceVersion(version);
 }
 
-int InferenceService::ActiveEnvs() { return impl_->ActiveEnvs(); }
+int ObservationServer::ActiveEnvs() { return impl_->ActiveEnvs(); }
 
-void InferenceService::Close() { impl_->queue.Close(); }
+void ObservationServer::Close() { impl_->queue.Close(); }
 
 }  // namespace rlvla3

@@ -1,27 +1,27 @@
-// File: services/net/inference_service.h
+// File: services/net/observation_server.h
 // -----------------------------------------------------------------------------
-// The inference server's end of level 1 over gRPC: the Inference service's
-// bidirectional Act stream feeds the InferenceServer's request queue (it is
-// an ObservationSource), and Reply routes each env's action reply back to the
-// stream that sent it. One slot per global env id holds the observation's
-// bytes until its reply (at most one observation per env in flight), so a
-// stream's reads never wait on inference and nothing is allocated per
-// observation. A malformed observation, a second one for an env still in
-// flight, or a full request queue (overflow policy: reject) gets an error
-// reply naming the field; the stream and every other env go on.
-// Sync mode across processes: each rollout stream registers its envs and
-// tells which are parked (EnvNotice, ordered with its observations), so the
-// barrier (InferenceServerOptions::full_batch = ActiveEnvs) waits for every
-// env of every worker that is not parked; a weight swap is announced on every
-// registered stream, and the envs resume on it.
+// The inference server's end of level 1 over gRPC (the server side of
+// observation_client.h): the Inference service's bidirectional Act stream
+// feeds the InferenceServer's request queue (it is an ObservationSource),
+// and Reply routes each env's action reply back to the stream that sent it.
+// One slot per global env id holds the observation's bytes until its reply
+// (at most one observation per env in flight), so a stream's reads never
+// wait on inference and nothing is allocated per observation. A malformed
+// observation, a second one for an env still in flight, or a full request queue
+// (overflow policy: reject) gets an error reply naming the field; the stream
+// and every other env go on. Sync mode across processes: each rollout stream
+// registers its envs and tells which are parked (EnvNotice, ordered with its
+// observations), so the barrier (InferenceServerOptions::full_batch =
+// ActiveEnvs) waits for every env of every worker that is not parked; a weight
+// swap is announced on every registered stream, and the envs resume on it.
 //
 // Example:
-//   InferenceService svc(options, net, &metrics);
+//   ObservationServer svc(options, net, &metrics);
 //   auto server = RoleServer::Start(listen, net, {svc.service()});
 //   InferenceServer role(io, &svc, &weights, &metrics, &timeline);
 // -----------------------------------------------------------------------------
-#ifndef RLVLA3_SERVICES_NET_INFERENCE_SERVICE_H_
-#define RLVLA3_SERVICES_NET_INFERENCE_SERVICE_H_
+#ifndef RLVLA3_SERVICES_NET_OBSERVATION_SERVER_H_
+#define RLVLA3_SERVICES_NET_OBSERVATION_SERVER_H_
 
 #include <functional>
 #include <memory>
@@ -36,18 +36,18 @@ namespace v1 {
 class RoleStatus;
 }  // namespace v1
 
-struct InferenceServiceOptions {
+struct ObservationServerOptions {
   WireShape shape;
   int num_envs = 0;            // global env ids are < num_envs
   int num_tasks = 0;           // rows of the instruction table
   QueueOptions request_queue;  // capacity >= num_envs
 };
 
-class InferenceService final : public ObservationSource {
+class ObservationServer final : public ObservationSource {
  public:
-  InferenceService(const InferenceServiceOptions& options,
-                   const NetOptions& net, MetricsRegistry* metrics);
-  ~InferenceService() override;
+  ObservationServer(const ObservationServerOptions& options,
+                    const NetOptions& net, MetricsRegistry* metrics);
+  ~ObservationServer() override;
 
   grpc::Service* service();
   // What GetStatus answers (also the role's heartbeat).
@@ -77,4 +77,4 @@ class InferenceService final : public ObservationSource {
 
 }  // namespace rlvla3
 
-#endif  // RLVLA3_SERVICES_NET_INFERENCE_SERVICE_H_
+#endif  // RLVLA3_SERVICES_NET_OBSERVATION_SERVER_H_
