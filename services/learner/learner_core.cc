@@ -1,19 +1,22 @@
 // LearnerCore's construction and its update: the policy moves to the
-// learner's device and the optimizer is built over it (learner_optimizer.cc);
+// learner's device and the optimizer is built over it (ShardedOptimizer);
 // TrainMicroBatch takes the next micro-batch of ready samples, evaluates the
 // policy on it (under bf16 autocast when asked), computes the decoupled PPO
 // loss and backpropagates it, summing the loss statistics as tensors; Step
 // reads them once, clips the gradients and takes (or, non-finite, skips) one
 // optimizer step; FinishUpdate advances the version and drives the KL-adaptive
 // learning rate (kl_adaptive_lr.h). The multi-pass update is ppo_epochs.cc;
-// sample intake and staging learner_intake.cc.
+// staging learner_staging.cc; the samples SampleIntake, the gradients and
+// the optimizer ShardedOptimizer.
 #include "services/learner/learner_core.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "policies/device.h"
 
 namespace rlvla3 {
@@ -29,6 +32,30 @@ KlAdaptiveLrOptions RateOptions(const LearnerOptions& o) {
   return r;
 }
 
+SampleIntakeOptions IntakeOptions(const LearnerOptions& o) {
+  SampleIntakeOptions i;
+  i.grpo = o.algorithm == "grpo";
+  i.gamma = o.gamma;
+  i.gae_lambda = o.gae_lambda;
+  i.global_units = o.global_units;
+  i.max_policy_lag = o.max_policy_lag;
+  i.grpo_group_size = o.grpo_group_size;
+  i.lost_versions_after = o.lost_versions_after;
+  i.lost_versions_before = o.lost_versions_before;
+  return i;
+}
+
+ShardedOptimizerOptions OptimizerOptions(const LearnerOptions& o) {
+  ShardedOptimizerOptions s;
+  s.lr = o.lr;
+  s.weight_decay = o.weight_decay;
+  s.max_grad_norm = o.max_grad_norm;
+  s.value_lr = o.value_lr;
+  s.action_scale_lr = o.action_scale_lr;
+  s.overlap_allreduce = o.overlap_allreduce;
+  return s;
+}
+
 }  // namespace
 
 LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
@@ -36,19 +63,77 @@ LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
                          const LearnerOptions& options, uint64_t version,
                          GradientReducer* reducer)
     : policy_(std::move(policy)),
-      reducer_(reducer),
       text_(std::move(text)),
       text_len_(std::move(text_len)),
       options_(options),
       version_(version),
+      intake_(IntakeOptions(options),
+              [this](const std::vector<SampleRef>& slots,
+                     std::vector<float>* values) {
+                BootstrapValues(slots, values);
+              }),
       rate_(RateOptions(options)),
       shuffle_rng_(options.shuffle_seed) {
   policy_->To(options_.device);
   policy_->SetTraining(true);
-  BuildOptimizer();
+  optimizer_ = std::make_unique<ShardedOptimizer>(
+      *policy_, OptimizerOptions(options_), reducer);
 }
 
 LearnerCore::~LearnerCore() = default;
+
+void LearnerCore::Add(const std::vector<RolloutSegment*>& segments) {
+  intake_.Add(segments, version_);
+}
+
+bool LearnerCore::CanTrain() const {
+  return intake_.ready_samples() > 0 && units_trained_ < options_.global_units;
+}
+
+bool LearnerCore::ShouldTrain() const {
+  if (!CanTrain()) return false;
+  return intake_.ready_samples() >= options_.micro_batch ||
+         intake_.ready_units() >= options_.global_units - units_trained_;
+}
+
+bool LearnerCore::ReadyToStep() const {
+  return units_trained_ >= options_.global_units;
+}
+
+std::vector<RolloutSegment*> LearnerCore::TakeConsumed() {
+  return intake_.TakeConsumed();
+}
+
+absl::Status LearnerCore::SyncParameters() {
+  return optimizer_->SyncParameters();
+}
+
+double LearnerCore::learning_rate() const { return rate_.lr(); }
+
+absl::Status LearnerCore::SaveTrainingState(const std::string& dir) {
+  std::ostringstream rng;
+  rng << shuffle_rng_;
+  return optimizer_->Save(dir, {version_, steps_taken_, rate_.lr(), rng.str()});
+}
+
+absl::Status LearnerCore::LoadTrainingState(const std::string& dir,
+                                            uint64_t weights_version) {
+  absl::StatusOr<LearnerTrainingState> s = optimizer_->Load(dir);
+  if (!s.ok()) return s.status();
+  if (s->version != weights_version) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dir, ": optimizer state of version ", s->version,
+                     ", the policy's weights are version ", weights_version));
+  }
+  steps_taken_ = s->steps_taken;
+  if (!s->rng.empty()) {
+    std::istringstream rng(s->rng);
+    rng >> shuffle_rng_;
+  }
+  rate_.set_lr(s->lr);
+  optimizer_->SetWeightsLr(s->lr);
+  return absl::OkStatus();
+}
 
 EvalResult LearnerCore::Evaluate(const PolicyInput& in,
                                  const at::Tensor& tokens) {
@@ -100,27 +185,14 @@ PpoLossTerms LearnerCore::Loss(const MicroBatch& mb, const EvalResult& e,
 }
 
 void LearnerCore::TrainMicroBatch() {
-  std::vector<SampleRef> batch;
-  int64_t units = units_trained_;
-  while (!ready_.empty() &&
-         static_cast<int>(batch.size()) < options_.micro_batch &&
-         units < options_.global_units) {
-    const SampleRef r = ready_.front();
-    ready_.pop_front();
-    if (r.unit_end) {
-      ++units;
-      --ready_unit_count_;
-      if (r.seg != nullptr) ++informative_units_;
-    }
-    if (r.seg != nullptr) batch.push_back(r);
-  }
-  if (batch.empty()) {
-    units_trained_ = units;  // uninformative units only
-    return;
-  }
+  SampleIntake::MicroBatch taken = intake_.TakeMicroBatch(
+      options_.micro_batch, options_.global_units - units_trained_);
+  units_trained_ += taken.units;
+  informative_units_ += taken.informative_units;
+  const std::vector<SampleRef>& batch = taken.samples;
+  if (batch.empty()) return;  // uninformative units only
   RecordLags(batch);
   samples_trained_ += static_cast<int64_t>(batch.size());
-  units_trained_ = units;
   if (multi_pass()) {
     // Trained at Step, after the whole global batch is here; the segments
     // stay with the learner until then.
@@ -130,17 +202,16 @@ void LearnerCore::TrainMicroBatch() {
   MicroBatch mb = Prepare(batch);
   at::Tensor adv = mb.adv;
   if (options_.algorithm != "grpo" && options_.normalize_advantages) {
-    adv = (adv - adv_mean_) / (std::sqrt(adv_var_) + 1e-8);
+    adv = (adv - intake_.advantage_mean()) /
+          (std::sqrt(intake_.advantage_var()) + 1e-8);
   }
   EvalResult e = Evaluate(mb.in, mb.tokens);
   PpoLossTerms terms = Loss(mb, e, at::Tensor(), adv);
   at::Tensor loss = terms.loss * loss_scale_;
-  Backward(loss, units_trained_ >= options_.global_units);
+  optimizer_->Backward(loss, units_trained_ >= options_.global_units);
 
   sums_.Add(terms, loss.detach());
-  for (const SampleRef& r : batch) {
-    if (--r.seg->unconsumed == 0) Consume(r.seg);
-  }
+  intake_.Trained(batch);
 }
 
 void LearnerCore::LossSums::Add(const PpoLossTerms& t, const at::Tensor& loss) {
@@ -182,14 +253,15 @@ LearnerStepStats LearnerCore::Step() {
   LearnerStepStats st;
   st.samples = samples_trained_;
   TakeGroupCounts(&st);
-  if (!AnyTrainedOnAnyRank(samples_trained_ > 0)) {
+  if (!optimizer_->AnyOnAnyRank(samples_trained_ > 0,
+                                /*if_failed=*/samples_trained_ > 0)) {
     AdvanceWithoutUpdate(&st);
     return st;
   }
   grad_scale_ = InformativeScale();
   // One host read per optimizer step: the gradient norm and, when anything
   // was trained, every loss statistic.
-  const at::Tensor norm_t = ClipGradients().reshape({1});
+  const at::Tensor norm_t = optimizer_->ClipGradients(grad_scale_).reshape({1});
   const at::Tensor all =
       (sums_.empty() ? norm_t : torch::cat({norm_t, sums_.Pack()}))
           .to(torch::kCPU)
@@ -220,7 +292,8 @@ LearnerStepStats LearnerCore::Step() {
     st.epoch_approx_kl = {s[LossSums::kProxKl] / n};
     ScaleLossStats(&st);
   }
-  if (SkipOnAnyRank(!std::isfinite(st.loss) || !std::isfinite(norm))) {
+  if (optimizer_->AnyOnAnyRank(!std::isfinite(st.loss) ||
+                               !std::isfinite(norm))) {
     ++skipped_steps_;
     st.skipped = true;
     spdlog::warn(
@@ -228,13 +301,13 @@ LearnerStepStats LearnerCore::Step() {
         "optimizer step skipped, weights unchanged ({} skipped so far)",
         st.loss, norm, version_, skipped_steps_);
   } else {
-    StepOptimizer();
+    optimizer_->Step();
     st.optimizer_steps = 1;
     FinishUpdate(&st);
   }
   st.lr = rate_.lr();
   rate_.ClearProbe();
-  ZeroGradients();
+  optimizer_->ZeroGradients();
   st.version = version_;
   ResetGlobalBatch();
   return st;
@@ -259,19 +332,7 @@ void LearnerCore::ScaleLossStats(LearnerStepStats* st) const {
 }
 
 void LearnerCore::TakeGroupCounts(LearnerStepStats* st) {
-  st->groups = groups_done_;
-  st->informative_groups = groups_informative_;
-  groups_done_ = groups_informative_ = 0;
-}
-
-bool LearnerCore::AnyTrainedOnAnyRank(bool local) {
-  if (!distributed() || !group_error_.ok()) return local;
-  absl::StatusOr<bool> any = reducer_->AnyOf(local);
-  if (!any.ok()) {
-    group_error_ = any.status();
-    return local;
-  }
-  return *any;
+  intake_.TakeGroupCounts(&st->groups, &st->informative_groups);
 }
 
 double LearnerCore::InformativeScale() const {
@@ -282,7 +343,7 @@ double LearnerCore::InformativeScale() const {
 
 void LearnerCore::AdvanceWithoutUpdate(LearnerStepStats* st) {
   ++version_;
-  ExpireWaitingGroups();
+  intake_.ExpireWaitingGroups(version_);
   rate_.ClearProbe();
   st->lr = rate_.lr();
   st->version = version_;
@@ -292,24 +353,20 @@ void LearnerCore::AdvanceWithoutUpdate(LearnerStepStats* st) {
 void LearnerCore::FinishUpdate(LearnerStepStats* st) {
   ++version_;
   ++steps_taken_;
-  ExpireWaitingGroups();
+  intake_.ExpireWaitingGroups(version_);
   if (rate_.has_probe()) {
     st->step_kl = MeasureStepKl();
-    if (distributed() && group_error_.ok()) {
+    if (distributed()) {
       // Every rank adapts the rate alike: the KL over the whole batch.
       at::Tensor kl = torch::full(
           {1}, st->step_kl,
-          torch::TensorOptions(torch::kDouble).device(params_[0].device()));
-      std::vector<at::Tensor> one = {kl};
-      if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
-          !s.ok()) {
-        group_error_ = s;
-      }
+          torch::TensorOptions(torch::kDouble).device(optimizer_->device()));
+      optimizer_->AllReduceMean(kl);
       st->step_kl = kl.item<double>();
     }
     // The critic warm-up moves only the value head: nothing to adapt to.
     if (steps_taken_ > options_.critic_warmup_steps)
-      SetWeightsLr(rate_.Adapt(st->step_kl));
+      optimizer_->SetWeightsLr(rate_.Adapt(st->step_kl));
   }
 }
 

@@ -11,12 +11,13 @@
 // a gradient is NaN/Inf (logged and counted: the weights stay untouched).
 // Leftover samples carry over to the next global batch.
 //
-// Its implementation, by concern: learner_core.cc (construction and the
-// update: micro-batch loss, Step), learner_intake.cc (segments in, advantages,
-// GRPO groups, micro-batch staging), learner_optimizer.cc (gradients, the
-// ZeRO-1 AdamW, data-parallel agreement, training-state checkpoints),
-// ppo_epochs.cc (the multi-pass update) and kl_adaptive_lr.h (the weights'
-// KL-adaptive learning rate).
+// It is three parts along the seams of the data: SampleIntake
+// (sample_intake.h: segments in, advantages, GRPO groups, ready samples),
+// ShardedOptimizer (sharded_optimizer.h: gradients, the ZeRO-1 AdamW,
+// data-parallel agreement, the optimizer's checkpoint shards) and the update
+// itself, here: learner_core.cc (the micro-batch loss, Step), ppo_epochs.cc
+// (the multi-pass update), learner_staging.cc (micro-batches onto the
+// device) and kl_adaptive_lr.h (the weights' KL-adaptive learning rate).
 //
 // Example:
 //   LearnerCore learner(policy, text, text_len, options, /*version=*/0);
@@ -45,10 +46,8 @@
 #include "services/learner/gradient_reducer.h"
 #include "services/learner/kl_adaptive_lr.h"
 #include "services/learner/ppo_loss.h"
-
-namespace torch::optim {
-class AdamW;
-}
+#include "services/learner/sample_intake.h"
+#include "services/learner/sharded_optimizer.h"
 
 namespace rlvla3 {
 
@@ -178,7 +177,7 @@ class LearnerCore {
   absl::Status SyncParameters();
   // The first failed collective (a rank died or timed out): the group cannot
   // go on, and the step that hit it was skipped.
-  absl::Status group_status() const { return group_error_; }
+  absl::Status group_status() const { return optimizer_->status(); }
   // Checkpoints of the training state besides the weights (which the
   // policy's Save writes, on rank 0): this rank's shard of the optimizer
   // state, the version, the adapted learning rate (optimizer_shards.h). Load
@@ -194,17 +193,20 @@ class LearnerCore {
   uint64_t version() const { return version_; }
   TrainablePolicy& policy() { return *policy_; }
   int64_t global_units() const { return options_.global_units; }
-  int64_t ready_samples() const { return static_cast<int64_t>(ready_.size()); }
-  int64_t dropped_samples() const { return dropped_samples_; }
+  int64_t ready_samples() const { return intake_.ready_samples(); }
+  int64_t dropped_samples() const { return intake_.dropped_samples(); }
   // Of them, samples of versions a killed learner published and lost.
-  int64_t lost_version_samples() const { return lost_version_samples_; }
+  int64_t lost_version_samples() const {
+    return intake_.lost_version_samples();
+  }
   // GRPO episodes dropped because their group could no longer complete in
   // time (a member lost with a dead rollout worker, or never admitted).
-  int64_t expired_episodes() const { return expired_episodes_; }
+  int64_t expired_episodes() const { return intake_.expired_episodes(); }
   int64_t skipped_steps() const { return skipped_steps_; }
-  int64_t waiting_episodes() const;  // GRPO: in incomplete groups
+  // GRPO: in incomplete groups.
+  int64_t waiting_episodes() const { return intake_.waiting_episodes(); }
   // Units (samples for PPO, episode ends for GRPO) ready to train.
-  int64_t ready_units() const;
+  int64_t ready_units() const { return intake_.ready_units(); }
   // Whether to train now: a full micro-batch is ready, or enough to finish
   // the current global batch.
   bool ShouldTrain() const;
@@ -212,26 +214,14 @@ class LearnerCore {
   const std::vector<int64_t>& lag_histogram() const { return lag_hist_; }
   // The advantage of sample `t` of a segment the learner holds (NaN if it
   // holds none such): for tests and inspection.
-  float AdvantageOf(const RolloutSegment* s, int t) const;
+  float AdvantageOf(const RolloutSegment* s, int t) const {
+    return intake_.AdvantageOf(s, t);
+  }
   // Test hook: multiplies every micro-batch loss (NaN injects a bad step).
   void set_loss_scale_for_test(double s) { loss_scale_ = s; }
 
  private:
-  // The learner's private state of one arrived segment: what does not cross
-  // the segment channel. Recycled (no allocation once warm).
-  struct TrainSegment {
-    RolloutSegment* rollout = nullptr;
-    std::vector<float> advantages, returns;
-    int unconsumed = 0;  // samples not yet trained on
-  };
-  // seg == nullptr: a unit (episode) of an uninformative GRPO group, counted
-  // towards the global batch and never trained.
-  struct SampleRef {
-    TrainSegment* seg;
-    int t;
-    float weight;   // loss weight
-    bool unit_end;  // completes one unit of the global batch
-  };
+  using SampleRef = SampleIntake::SampleRef;
   // Loss statistics summed over micro-batches, kept as tensors so that an
   // update reads them from the device once.
   struct LossSums {
@@ -279,17 +269,13 @@ class LearnerCore {
   bool multi_pass() const {
     return options_.ppo_epochs > 1 || options_.minibatches > 1;
   }
-  bool distributed() const {
-    return reducer_ != nullptr && reducer_->world_size() > 1;
-  }
+  bool distributed() const { return optimizer_->distributed(); }
   // After an update that changed the weights: the version advances, and with
   // target_kl the step's KL is measured and the learning rate adapted.
   void FinishUpdate(LearnerStepStats* st);
   // An update with nothing to train (every group uniform): the version
   // advances, nothing else moves.
   void AdvanceWithoutUpdate(LearnerStepStats* st);
-  // Whether this update trained anything, on this rank or any other.
-  bool AnyTrainedOnAnyRank(bool local);
   // The dynamic-sampling rescale of this update's gradients.
   double InformativeScale() const;
   // The loss statistics as means over the trained (informative) samples.
@@ -302,40 +288,14 @@ class LearnerCore {
   // probe (the last micro-batch).
   double MeasureStepKl();
 
-  // learner_intake.cc: segments in, samples staged.
-  TrainSegment* Track(RolloutSegment* s);
-  // All of `t`'s samples are trained (or dropped): its rollout goes back.
-  void Consume(TrainSegment* t);
-  void AddPpo(const std::vector<RolloutSegment*>& segs);
-  void UpdateAdvantageMoments(const std::vector<TrainSegment*>& segs);
-  void AddGrpo(RolloutSegment* seg);
-  void DropGroupMember(RolloutSegment* seg);
-  // Drops waiting GRPO groups whose oldest member is past the lag bound.
-  void ExpireWaitingGroups();
+  // learner_staging.cc: micro-batches onto the learner's device.
+  // V(s) of the slots (SampleIntake's bootstrap values), no grad.
+  void BootstrapValues(const std::vector<SampleRef>& slots,
+                       std::vector<float>* values);
   // The samples' inputs (and taken tokens) on the learner's device.
   PolicyInput Gather(const std::vector<SampleRef>& batch, at::Tensor* tokens);
   MicroBatch Prepare(const std::vector<SampleRef>& batch);
   void RecordLags(const std::vector<SampleRef>& batch);
-
-  // learner_optimizer.cc: gradients, the optimizer and its saved state.
-  // The AdamW over this rank's ZeRO-1 shard of the three parameter groups.
-  void BuildOptimizer();
-  // loss.backward(); the step's last one (data-parallel) hands each final
-  // gradient to the reducer as autograd produces it (overlap).
-  void Backward(const at::Tensor& loss, bool last_of_step);
-  // The gradient's global norm, as a tensor (no host read); with
-  // max_grad_norm the gradients are scaled to at most that norm. Data-
-  // parallel: the gradients are first averaged over the ranks.
-  at::Tensor ClipGradients();
-  // Whether to skip this step: `local_bad` on this rank or on any other (a
-  // failed collective skips it too).
-  bool SkipOnAnyRank(bool local_bad);
-  // The optimizer's step on the parameters this rank owns, then (data-
-  // parallel) every rank gathers the others' updated parameters.
-  void StepOptimizer();
-  void ZeroGradients();
-  // The weights' learning rate (parameter group 0).
-  void SetWeightsLr(double lr);
 
   // ppo_epochs.cc: the multi-pass update.
   // The proximal log-probs of a micro-batch (no grad), kept for the update.
@@ -358,30 +318,17 @@ class LearnerCore {
   void EndEpochs(bool completed, LearnerStepStats* st);
 
   std::shared_ptr<TrainablePolicy> policy_;
-  std::vector<at::Tensor> params_;      // every trainable parameter
-  GradientReducer* reducer_ = nullptr;  // data-parallel ranks; null: alone
-  std::vector<int> owners_;  // the rank whose optimizer updates params_[i]
-  bool overlapped_ = false;  // the reducer holds this step's gradients
-  absl::Status group_error_;
   at::Tensor text_, text_len_;
   LearnerOptions options_;
   uint64_t version_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
-  std::deque<SampleRef> ready_;
-  std::vector<RolloutSegment*> consumed_;
-  std::map<uint64_t, std::vector<TrainSegment*>> groups_;  // GRPO
-  std::vector<std::unique_ptr<TrainSegment>> tracked_;
-  std::vector<TrainSegment*> free_tracked_;
-  // GRPO groups that lost a member to the lag bound -> members seen so far.
-  std::map<uint64_t, int> poisoned_groups_;
-  int64_t units_trained_ = 0;  // in the current global batch
+  SampleIntake intake_;
+  std::unique_ptr<ShardedOptimizer> optimizer_;  // once the policy is placed
+  int64_t units_trained_ = 0;                    // in the current global batch
   // Of them, episodes of informative GRPO groups (PPO: every unit).
   int64_t informative_units_ = 0;
-  int64_t groups_done_ = 0, groups_informative_ = 0;  // since the last update
   double grad_scale_ = 1.0;  // applied by ClipGradients
   int64_t samples_trained_ = 0;
-  int64_t dropped_samples_ = 0, skipped_steps_ = 0, expired_episodes_ = 0;
-  int64_t lost_version_samples_ = 0;
+  int64_t skipped_steps_ = 0;
   double loss_scale_ = 1.0;
   int64_t steps_taken_ = 0;  // optimizer steps in this learner's life
   // The weights' current learning rate, and the last micro-batch to measure
@@ -389,10 +336,6 @@ class LearnerCore {
   KlAdaptiveLr rate_;
   LossSums sums_;  // single pass: this global batch so far
   double lag_sum_ = 0, lag_min_ = 0, lag_max_ = 0;
-  int64_t ready_unit_count_ = 0;
-  // Running advantage moments (PPO normalisation), updated as segments arrive.
-  bool adv_moments_set_ = false;
-  double adv_mean_ = 0, adv_var_ = 1;
   std::vector<int64_t> lag_hist_;
   // Multi-pass: the global batch being collected and its proximal log-probs
   // (one tensor per micro-batch, left where they were computed).

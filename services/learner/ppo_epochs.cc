@@ -37,7 +37,7 @@ LearnerStepStats LearnerCore::StepEpochs() {
   st.lag_max = lag_max_;
   st.lag_mean = n > 0 ? lag_sum_ / static_cast<double>(n) : 0;
   TakeGroupCounts(&st);
-  if (!AnyTrainedOnAnyRank(n > 0)) {
+  if (!optimizer_->AnyOnAnyRank(n > 0, /*if_failed=*/n > 0)) {
     AdvanceWithoutUpdate(&st);
     return st;
   }
@@ -45,7 +45,7 @@ LearnerStepStats LearnerCore::StepEpochs() {
   const EpochPlan plan = PlanEpochs(n);
   std::vector<LossSums> epoch_sums;  // read once, at the end
   const bool completed = TrainEpochs(plan, &epoch_sums, &st);
-  ZeroGradients();
+  optimizer_->ZeroGradients();
   SummarizeEpochs(epoch_sums, n, plan.minibatches, &st);
   ScaleLossStats(&st);
   EndEpochs(completed, &st);
@@ -56,12 +56,12 @@ LearnerCore::EpochPlan LearnerCore::PlanEpochs(int64_t n) {
   EpochPlan plan;
   plan.minibatches =
       static_cast<int>(std::min<int64_t>(options_.minibatches, n));
-  if (distributed() && group_error_.ok()) {
+  if (distributed() && optimizer_->status().ok()) {
     // Every rank must take as many optimizer steps (GRPO shares differ in
     // samples): one minibatch on every rank when any has too few samples.
-    absl::StatusOr<bool> few = reducer_->AnyOf(n < options_.minibatches);
-    if (!few.ok()) group_error_ = few.status();
-    plan.minibatches = few.ok() && !*few ? options_.minibatches : 1;
+    plan.minibatches = optimizer_->AnyOnAnyRank(n < options_.minibatches)
+                           ? 1
+                           : options_.minibatches;
   }
   // PPO advantages normalised over the whole global batch: the same numbers
   // whatever order and grouping the samples arrived in.
@@ -82,16 +82,12 @@ void LearnerCore::GlobalAdvantageMoments(int64_t n, EpochPlan* plan) {
     sq += a * a;
   }
   double count = static_cast<double>(n);
-  if (distributed() && group_error_.ok()) {
+  if (distributed() && optimizer_->status().ok()) {
     // Data-parallel: the moments of the whole global batch, every rank's
     // samples (the means of the ranks' sums keep their ratios).
     at::Tensor m = HostValuesToDevice(std::vector<double>{sum, sq, count},
-                                      params_[0].device());
-    std::vector<at::Tensor> one = {m};
-    if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one));
-        !s.ok()) {
-      group_error_ = s;
-    }
+                                      optimizer_->device());
+    optimizer_->AllReduceMean(m);
     const at::Tensor host = m.cpu();
     sum = host[0].item<double>();
     sq = host[1].item<double>();
@@ -120,16 +116,17 @@ bool LearnerCore::TrainEpochs(const EpochPlan& plan,
       // One host read per minibatch step: its loss and gradient norm decide
       // whether the step is taken.
       const at::Tensor check =
-          torch::stack({mb_loss.to(torch::kDouble), ClipGradients()})
+          torch::stack({mb_loss.to(torch::kDouble),
+                        optimizer_->ClipGradients(grad_scale_)})
               .to(torch::kCPU);
       const double loss_value = check[0].item<double>();
       st->grad_norm = check[1].item<double>();
-      if (SkipOnAnyRank(!std::isfinite(loss_value) ||
-                        !std::isfinite(st->grad_norm))) {
+      if (optimizer_->AnyOnAnyRank(!std::isfinite(loss_value) ||
+                                   !std::isfinite(st->grad_norm))) {
         return false;
       }
-      StepOptimizer();
-      ZeroGradients();
+      optimizer_->Step();
+      optimizer_->ZeroGradients();
       ++st->optimizer_steps;
     }
   }
@@ -162,7 +159,7 @@ at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
     EvalResult e = Evaluate(mb.in, mb.tokens);
     PpoLossTerms terms = Loss(mb, e, prox, adv);
     const at::Tensor loss = terms.loss * loss_scale_;
-    Backward(loss, /*last_of_step=*/j == hi);
+    optimizer_->Backward(loss, /*last_of_step=*/j == hi);
     mb_loss = mb_loss + loss.detach();
     sums->Add(terms, loss.detach());
   }
@@ -227,9 +224,7 @@ void LearnerCore::EndEpochs(bool completed, LearnerStepStats* st) {
   st->lr = rate_.lr();
   st->version = version_;
   rate_.ClearProbe();
-  for (const SampleRef& r : batch_) {
-    if (--r.seg->unconsumed == 0) Consume(r.seg);
-  }
+  intake_.Trained(batch_);
   ResetGlobalBatch();
 }
 

@@ -1,48 +1,41 @@
-// LearnerCore's gradients, optimizer and saved training state. The AdamW is
-// built over three parameter groups at their own rates (the weights, the
-// value head, the action heads' log-temperatures), each holding only the
-// parameters this rank owns (ZeRO-1, optimizer_shards.h). Backward can hand
-// gradients to the reducer as autograd produces them (overlapped all-reduce);
-// ClipGradients averages them over the ranks and clips their global norm;
-// the ranks agree on skipping a non-finite step (SkipOnAnyRank); a step
-// updates this rank's shard and gathers the others'. SyncParameters starts
-// every rank from rank 0's weights, and Save/LoadTrainingState checkpoint the
-// optimizer's shards with the version, step count and adapted learning rate.
+#include "services/learner/sharded_optimizer.h"
+
 #include <torch/torch.h>
 
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "services/learner/adamw_step.h"
-#include "services/learner/learner_core.h"
-#include "services/learner/optimizer_shards.h"
 
 namespace rlvla3 {
 
-void LearnerCore::BuildOptimizer() {
+ShardedOptimizer::ShardedOptimizer(TrainablePolicy& policy,
+                                   const ShardedOptimizerOptions& options,
+                                   GradientReducer* reducer)
+    : options_(options), reducer_(reducer) {
+  Build(policy);
+}
+
+ShardedOptimizer::~ShardedOptimizer() = default;
+
+void ShardedOptimizer::Build(TrainablePolicy& policy) {
   // Three parameter groups, each at its own rate: the value head (fit from
   // scratch after SFT, on stopped-gradient features), the action heads'
   // log-temperatures (one scalar per action dimension: like a Gaussian
   // policy's log-std, it needs a far larger step than the weights to move
   // within a run) and everything else.
-  TrainablePolicy::ParameterGroups g = policy_->Parameters();
-  std::vector<at::Tensor>& policy_params = g.weights;
-  std::vector<at::Tensor>& value_params = g.value;
-  std::vector<at::Tensor>& scale_params = g.action_scale;
+  TrainablePolicy::ParameterGroups g = policy.Parameters();
   for (auto* group : {&g.weights, &g.value, &g.action_scale})
     params_.insert(params_.end(), group->begin(), group->end());
   // ZeRO-1: this rank's optimizer holds only the parameters it owns.
   std::vector<int64_t> numels;
   for (const at::Tensor& p : params_) numels.push_back(p.numel());
-  owners_ =
-      AssignShardOwners(numels, distributed() ? reducer_->world_size() : 1);
-  const int rank = distributed() ? reducer_->rank() : 0;
+  owners_ = AssignShardOwners(numels, world_size());
   size_t index = 0;
   for (auto* group : {&g.weights, &g.value, &g.action_scale}) {
     std::vector<at::Tensor> owned;
     for (const at::Tensor& p : *group) {
-      if (owners_[index++] == rank) owned.push_back(p);
+      if (owners_[index++] == rank()) owned.push_back(p);
     }
     group->swap(owned);
   }
@@ -51,13 +44,13 @@ void LearnerCore::BuildOptimizer() {
         torch::optim::AdamWOptions(lr).weight_decay(weight_decay));
   };
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(policy_params,
+  groups.emplace_back(g.weights,
                       group_options(options_.lr, options_.weight_decay));
-  groups.emplace_back(value_params,
+  groups.emplace_back(g.value,
                       group_options(options_.value_lr, options_.weight_decay));
   // A temperature has no scale to decay towards: no weight decay.
-  if (!scale_params.empty()) {
-    groups.emplace_back(scale_params,
+  if (!g.action_scale.empty()) {
+    groups.emplace_back(g.action_scale,
                         group_options(options_.action_scale_lr, 0.0));
   }
   optimizer_ = std::make_unique<torch::optim::AdamW>(
@@ -65,7 +58,11 @@ void LearnerCore::BuildOptimizer() {
                   .weight_decay(options_.weight_decay));
 }
 
-void LearnerCore::Backward(const at::Tensor& loss, bool last_of_step) {
+at::Device ShardedOptimizer::device() const {
+  return params_.empty() ? at::Device(at::kCPU) : params_[0].device();
+}
+
+void ShardedOptimizer::Backward(const at::Tensor& loss, bool last_of_step) {
   if (!last_of_step || !distributed() || !group_error_.ok() ||
       !options_.overlap_allreduce) {
     loss.backward();
@@ -88,13 +85,13 @@ void LearnerCore::Backward(const at::Tensor& loss, bool last_of_step) {
   overlapped_ = true;
 }
 
-void LearnerCore::ZeroGradients() {
+void ShardedOptimizer::ZeroGradients() {
   // Every parameter's, not only the optimizer's: with ZeRO-1 it holds this
   // rank's shard, and the others' gradients must not accumulate either.
   ZeroParameterGradients(params_);
 }
 
-void LearnerCore::StepOptimizer() {
+void ShardedOptimizer::Step() {
   StepAdamW(*optimizer_);  // foreach lists (fused on a GPU with 2.1+)
   if (!distributed() || !group_error_.ok()) return;
   torch::NoGradGuard no_grad;
@@ -104,14 +101,14 @@ void LearnerCore::StepOptimizer() {
   }
 }
 
-void LearnerCore::SetWeightsLr(double lr) {
+void ShardedOptimizer::SetWeightsLr(double lr) {
   // Group 0 holds the weights (value head and temperatures keep their rates).
   static_cast<torch::optim::AdamWOptions&>(
       optimizer_->param_groups()[0].options())
       .lr(lr);
 }
 
-absl::Status LearnerCore::SyncParameters() {
+absl::Status ShardedOptimizer::SyncParameters() {
   if (!distributed()) return absl::OkStatus();
   torch::NoGradGuard no_grad;
   absl::Status s = reducer_->Broadcast(absl::MakeSpan(params_), 0);
@@ -119,18 +116,26 @@ absl::Status LearnerCore::SyncParameters() {
   return s;
 }
 
-bool LearnerCore::SkipOnAnyRank(bool local_bad) {
-  if (!distributed()) return local_bad;
-  if (!group_error_.ok()) return true;
-  absl::StatusOr<bool> any = reducer_->AnyOf(local_bad);
+bool ShardedOptimizer::AnyOnAnyRank(bool local, bool if_failed) {
+  if (!distributed()) return local;
+  if (!group_error_.ok()) return if_failed;
+  absl::StatusOr<bool> any = reducer_->AnyOf(local);
   if (!any.ok()) {
     group_error_ = any.status();
-    return true;
+    return if_failed;
   }
   return *any;
 }
 
-at::Tensor LearnerCore::ClipGradients() {
+void ShardedOptimizer::AllReduceMean(at::Tensor values) {
+  if (!distributed() || !group_error_.ok()) return;
+  std::vector<at::Tensor> one = {std::move(values)};
+  if (absl::Status s = reducer_->AllReduceMean(absl::MakeSpan(one)); !s.ok()) {
+    group_error_ = s;
+  }
+}
+
+at::Tensor ShardedOptimizer::ClipGradients(double scale) {
   if (distributed() && group_error_.ok()) {
     // Every rank reduces the same tensors: a parameter this rank's batch
     // did not reach gets a zero gradient.
@@ -152,24 +157,18 @@ at::Tensor LearnerCore::ClipGradients() {
     if (p.grad().defined()) grads.push_back(p.grad());
   }
   if (grads.empty()) {
-    return torch::zeros(
-        {}, torch::TensorOptions(torch::kDouble).device(options_.device));
+    return torch::zeros({},
+                        torch::TensorOptions(torch::kDouble).device(device()));
   }
-  // Dynamic sampling: a mean over the informative episodes (the loss
-  // weights are 1 / global batch).
-  if (grad_scale_ != 1.0) at::_foreach_mul_(grads, grad_scale_);
+  if (scale != 1.0) at::_foreach_mul_(grads, scale);
   const at::Tensor total = ClipGradNorm(grads, options_.max_grad_norm);
   return total.to(torch::kDouble);
 }
 
-absl::Status LearnerCore::SaveTrainingState(const std::string& dir) {
-  const int rank = distributed() ? reducer_->rank() : 0;
-  const int world = distributed() ? reducer_->world_size() : 1;
-  std::ostringstream rng;
-  rng << shuffle_rng_;
-  absl::Status s =
-      SaveOptimizerShard(dir, *optimizer_, params_, owners_, rank, world,
-                         {version_, steps_taken_, rate_.lr(), rng.str()});
+absl::Status ShardedOptimizer::Save(const std::string& dir,
+                                    const LearnerTrainingState& state) {
+  absl::Status s = SaveOptimizerShard(dir, *optimizer_, params_, owners_,
+                                      rank(), world_size(), state);
   // Complete only once every rank's shard is written: the ranks agree (a
   // barrier too), then rank 0 marks the checkpoint.
   absl::StatusOr<bool> failed =
@@ -183,30 +182,13 @@ absl::Status LearnerCore::SaveTrainingState(const std::string& dir) {
     return absl::AbortedError(absl::StrCat(
         dir, ": another rank could not write its optimizer shard"));
   }
-  return rank == 0 ? MarkOptimizerShardsComplete(dir, world) : absl::OkStatus();
+  return rank() == 0 ? MarkOptimizerShardsComplete(dir, world_size())
+                     : absl::OkStatus();
 }
 
-double LearnerCore::learning_rate() const { return rate_.lr(); }
-
-absl::Status LearnerCore::LoadTrainingState(const std::string& dir,
-                                            uint64_t weights_version) {
-  const int rank = distributed() ? reducer_->rank() : 0;
-  absl::StatusOr<LearnerTrainingState> s =
-      LoadOptimizerShards(dir, *optimizer_, params_, owners_, rank);
-  if (!s.ok()) return s.status();
-  if (s->version != weights_version) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(dir, ": optimizer state of version ", s->version,
-                     ", the policy's weights are version ", weights_version));
-  }
-  steps_taken_ = s->steps_taken;
-  if (!s->rng.empty()) {
-    std::istringstream rng(s->rng);
-    rng >> shuffle_rng_;
-  }
-  rate_.set_lr(s->lr);
-  SetWeightsLr(s->lr);
-  return absl::OkStatus();
+absl::StatusOr<LearnerTrainingState> ShardedOptimizer::Load(
+    const std::string& dir) {
+  return LoadOptimizerShards(dir, *optimizer_, params_, owners_, rank());
 }
 
 }  // namespace rlvla3
