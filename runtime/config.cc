@@ -398,6 +398,7 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
   }
   const std::string origin = path.empty() ? "--set" : path;
   c.origin = origin;
+  c.given = schema.assigned();
   if (absl::Status s = CheckDeviceNames(c); !s.ok()) return s;
   if (c.batcher.max_batch > c.queues.request.capacity) {
     return ConfigError{origin, "batcher.max_batch",

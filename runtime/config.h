@@ -15,6 +15,7 @@
 #define RLVLA3_RUNTIME_CONFIG_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -249,6 +250,9 @@ struct Config {
   // Where the values came from (the file, or "--set"), for errors found
   // after loading. Not a key.
   std::string origin = "--set";
+  // The keys the file or an override gave (the rest are defaults): what a
+  // checkpoint's recorded values may fill in. Not a key.
+  std::set<std::string> given;
 };
 
 // Binds every field of `*c` into `*schema` (keys, ranges, help texts).

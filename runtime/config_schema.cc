@@ -143,6 +143,15 @@ absl::Status ConfigSchema::Assign(absl::string_view key,
         .ToStatus();
   }
   const std::string text(absl::StripAsciiWhitespace(value));
+  absl::Status s = AssignField(*f, text, origin);
+  if (s.ok()) assigned_.insert(f->key);
+  return s;
+}
+
+absl::Status ConfigSchema::AssignField(const Field& field,
+                                       const std::string& text,
+                                       const std::string& origin) {
+  const Field* f = &field;
   auto bad = [&]() {
     return ConfigError{origin, f->key, text, Expectation(*f)}.ToStatus();
   };

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,15 @@ class ConfigSchema {
   std::string ToYaml() const;
   // The current value of one field as text.
   std::string ValueString(const Field& f) const;
+  // The keys assigned so far (by a file or an override).
+  const std::set<std::string>& assigned() const { return assigned_; }
 
  private:
+  absl::Status AssignField(const Field& f, const std::string& text,
+                           const std::string& origin);
+
   std::vector<Field> fields_;
+  std::set<std::string> assigned_;
 };
 
 }  // namespace rlvla3

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "policies/checkpoint_context.h"
 #include "policies/text_tokenizer.h"
 #include "runtime/checkpoint_store.h"
 #include "runtime/metrics.h"
@@ -42,6 +43,9 @@ struct CheckpointOptions {
   double every_s = 120;        // 0: not by time
   int keep = 3;                // newest complete ones kept (0: all)
   TextTokenizer tokenizer;     // written with the weights
+  // What the policy is trained for, written beside the weights (none when
+  // its image_width is 0).
+  CheckpointContext context;
 };
 
 class LearnerCheckpoints {

@@ -18,6 +18,7 @@
 #include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
 #include "policies/torchscript_policy.h"
+#include "services/options/checkpoint_fit.h"
 #include "services/options/config_bridge.h"
 
 namespace rlvla3 {
@@ -240,6 +241,7 @@ LearnerRoleOptions LearnerRoleOptionsOf(const Config& c, const EngineSizes& z,
   l.checkpoints.every_s = c.rl.checkpoint_every_s;
   l.checkpoints.keep = static_cast<int>(c.rl.keep_checkpoints);
   l.checkpoints.tokenizer = parts.tokenizer;
+  l.checkpoints.context = RlCheckpointContext(c);
   if (!c.rl.init_checkpoint.empty() &&
       std::filesystem::exists(c.rl.init_checkpoint + "/optimizer")) {
     l.resume_from = c.rl.init_checkpoint;

@@ -1,6 +1,7 @@
 #include "services/options/sft_options.h"
 
 #include "envs/task_file.h"
+#include "services/options/checkpoint_fit.h"
 #include "services/options/config_bridge.h"
 
 namespace rlvla3 {
@@ -51,6 +52,7 @@ absl::StatusOr<SftOptions> SftOptionsFromConfig(const Config& c) {
   o.policy = TinyVLAOptionsFromConfig(c, /*vocab=*/0);
   o.eval_episodes = c.sft.eval_episodes;
   o.checkpoint = c.sft.checkpoint;
+  o.context = SftCheckpointContext(c);
   o.seed = static_cast<uint64_t>(c.run.seed);
   return o;
 }

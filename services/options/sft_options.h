@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "envs/manipulation_env.h"
 #include "envs/task.h"
+#include "policies/checkpoint_context.h"
 #include "policies/tiny_vla.h"
 #include "runtime/config.h"
 
@@ -62,6 +63,7 @@ struct SftOptions {
   int64_t eval_episodes = 0;
   std::string checkpoint;  // "" : <run folder>/checkpoint
   uint64_t seed = 0;
+  CheckpointContext context;  // written beside the checkpoint's weights
 };
 
 // Task specs named by `sft.tasks` ("all", or comma-separated names / task

@@ -18,6 +18,7 @@
 #include "envs/task.h"
 #include "envs/task_file.h"
 #include "policies/checkpoint.h"
+#include "policies/checkpoint_context.h"
 #include "runtime/gpu_monitor.h"
 #include "runtime/metrics_writer.h"
 #include "runtime/text_file.h"
@@ -214,7 +215,8 @@ class IntervalRecorder {
 };
 
 // After the run: episodes.csv and the final checkpoint.
-absl::Status WriteRunOutputs(LocalEngine& e, EngineRun& run) {
+absl::Status WriteRunOutputs(LocalEngine& e, const CheckpointContext& context,
+                             EngineRun& run) {
   const std::string episodes_csv = run.run_dir + "/episodes.csv";
   std::ofstream csv(episodes_csv);
   csv << "start_version,start_frame,env,success,late\n";
@@ -225,7 +227,12 @@ absl::Status WriteRunOutputs(LocalEngine& e, EngineRun& run) {
   csv.flush();
   if (absl::Status cs = StreamStatus(csv, episodes_csv); !cs.ok()) return cs;
   run.checkpoint = run.run_dir + "/checkpoints/final";
-  return e.policy().Save(run.checkpoint, e.tokenizer(), run.summary.version);
+  if (absl::Status s =
+          e.policy().Save(run.checkpoint, e.tokenizer(), run.summary.version);
+      !s.ok()) {
+    return s;
+  }
+  return WriteCheckpointContext(run.checkpoint, context);
 }
 
 }  // namespace
@@ -260,7 +267,11 @@ absl::StatusOr<EngineRun> RunEngineOnce(const EngineSetup& setup,
   run.lag_histogram = e.LagHistogram();
   run.timeline = e.Timeline();
   if (options.write_outputs) {
-    if (absl::Status w = WriteRunOutputs(e, run); !w.ok()) return w;
+    if (absl::Status w =
+            WriteRunOutputs(e, setup.options.learner.checkpoints.context, run);
+        !w.ok()) {
+      return w;
+    }
   }
   return run;
 }

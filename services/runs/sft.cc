@@ -19,6 +19,7 @@
 #include "envs/task_file.h"
 #include "policies/action_tokenizer.h"
 #include "policies/checkpoint.h"
+#include "policies/checkpoint_context.h"
 #include "policies/image_augment.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/steady_clock.h"
@@ -321,6 +322,10 @@ absl::StatusOr<SftResult> RunSft(
       o.checkpoint.empty() ? run_dir + "/checkpoint" : o.checkpoint;
   if (absl::Status s =
           SaveCheckpoint(result.checkpoint, net, tok, policy.version());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = WriteCheckpointContext(result.checkpoint, o.context);
       !s.ok()) {
     return s;
   }

@@ -13,6 +13,7 @@
 #include "policies/trainable_policy.h"
 #include "runtime/logging.h"
 #include "runtime/text_file.h"
+#include "services/options/checkpoint_fit.h"
 #include "services/runs/sft.h"
 #include "services/verbs/verb.h"
 #include "services/verbs/verbs.h"
@@ -34,6 +35,28 @@ absl::Status WriteOutcomes(const std::string& path,
     }
   }
   return WriteTextFile(path, text);
+}
+
+// The run's config as the checkpoint at `path` needs it: what it records
+// it was trained for takes the defaults' place (a key given against it is
+// refused: nullopt, reported), its own chunk and text length, --task's tasks.
+std::optional<Config> ConfigForCheckpoint(const VerbArgs& f, const Config& c,
+                                          const std::string& path,
+                                          const PolicyCheckpoint& ck) {
+  Config cfg = c;
+  const std::vector<std::string> tasks = f.All("--task");
+  if (absl::Status s = FitConfigToCheckpoint(path, CheckpointUse::kEval, &cfg,
+                                             !tasks.empty());
+      !s.ok()) {
+    std::fprintf(stderr, "rl-vla3: %s: %s\n",
+                 IsConfigError(s) ? "config error" : "eval",
+                 std::string(s.message()).c_str());
+    return std::nullopt;
+  }
+  cfg.policy.chunk = ck.policy->chunk();
+  cfg.policy.max_text_len = ck.policy->max_text_len();
+  if (!tasks.empty()) cfg.sft.tasks = absl::StrJoin(tasks, ",");
+  return cfg;
 }
 
 int VerbEval(const VerbArgs& f) {
@@ -70,11 +93,9 @@ int VerbEval(const VerbArgs& f) {
     spdlog::error("eval: {}", ck.status().ToString());
     return kExitUsage;
   }
-  Config cfg = *c;
-  cfg.policy.chunk = ck->policy->chunk();
-  cfg.policy.max_text_len = ck->policy->max_text_len();
-  if (!f.All("--task").empty())
-    cfg.sft.tasks = absl::StrJoin(f.All("--task"), ",");
+  std::optional<Config> fitted = ConfigForCheckpoint(f, *c, path, *ck);
+  if (!fitted) return kExitUsage;
+  const Config& cfg = *fitted;
   absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(cfg);
   if (!tasks.ok()) {
     spdlog::error("eval: {}", tasks.status().ToString());
@@ -121,6 +142,9 @@ Verb EvalVerb() {
       "after training's,\n"
       "                          rl.init_state_first + rl.init_states = 50)\n"
       "  (acts as RL does: rl.execute_steps of each chunk)\n"
+      "  the image size, chunk, executed steps and tasks the checkpoint\n"
+      "  records (context.json) replace the defaults; a key given against\n"
+      "  them is refused (exit 2)\n"
       "  --task NAME             a task (repeatable; default sft.tasks)\n"
       "  --actions greedy|sampled  how tokens are chosen (default greedy)\n"
       "  --outcomes FILE         also write each episode's outcome (task, "

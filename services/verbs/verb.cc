@@ -12,6 +12,7 @@
 #include "envs/egl_context.h"
 #include "runtime/text_file.h"
 #include "runtime/thread_budget.h"
+#include "services/options/checkpoint_fit.h"
 
 namespace rlvla3 {
 
@@ -83,6 +84,15 @@ std::optional<VerbArgs> ParseVerbArgs(const Verb& verb,
 
 std::optional<Config> LoadOrReport(const VerbArgs& f) {
   absl::StatusOr<Config> c = LoadConfig(f.config_path, f.overrides);
+  if (c.ok() && !c->rl.init_checkpoint.empty()) {
+    // A run starting from a checkpoint takes what it records (image size,
+    // chunk, executed steps, tasks) in place of the defaults.
+    if (absl::Status s = FitConfigToCheckpoint(c->rl.init_checkpoint,
+                                               CheckpointUse::kInit, &*c);
+        !s.ok()) {
+      c = s;
+    }
+  }
   if (!c.ok()) {
     std::fprintf(stderr, "rl-vla3: config error: %s\n",
                  std::string(c.status().message()).c_str());

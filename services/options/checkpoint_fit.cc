@@ -1,0 +1,126 @@
+#include "services/options/checkpoint_fit.h"
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "envs/task_file.h"
+
+namespace rlvla3 {
+namespace {
+
+// A tasks key's value as a list: its items as written ("all": every
+// built-in task's name).
+std::vector<std::string> TaskItems(const std::string& list,
+                                   const std::string& key) {
+  std::vector<std::string> items;
+  if (list == "all") {
+    absl::StatusOr<std::vector<TaskSpec>> all = ResolveTaskList(list, key);
+    if (all.ok()) {
+      for (const TaskSpec& t : *all) items.push_back(t.name);
+    }
+    return items;
+  }
+  for (absl::string_view item : absl::StrSplit(list, ',', absl::SkipEmpty())) {
+    items.emplace_back(absl::StripAsciiWhitespace(item));
+  }
+  return items;
+}
+
+struct Fitter {
+  const std::string& dir;
+  Config* c;
+  std::vector<std::string> adopted;
+
+  // The checkpoint's `recorded` for `key` (`*value` now): taken when the
+  // config did not give the key, else it must agree.
+  absl::Status Fit(const char* key, int64_t recorded, int64_t* value,
+                   const char* what) {
+    if (*value == recorded) return absl::OkStatus();
+    if (c->given.count(key) == 0) {
+      *value = recorded;
+      adopted.push_back(absl::StrCat(key, "=", recorded));
+      return absl::OkStatus();
+    }
+    return ConfigError{
+        c->origin, key, absl::StrCat(*value),
+        absl::StrCat(recorded, ", the ", what, " checkpoint ", dir,
+                     " was trained with (its ", kCheckpointContextFile,
+                     "); leave the key out to take it")}
+        .ToStatus();
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> PolicyCameras() { return {"agentview", "wrist"}; }
+
+absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
+                                   Config* c, bool tasks_given) {
+  absl::StatusOr<std::optional<CheckpointContext>> read =
+      ReadCheckpointContext(dir);
+  if (!read.ok()) return read.status();
+  if (!read->has_value()) {
+    spdlog::info(
+        "{}: no {} (an older checkpoint): the config's image size, "
+        "chunk and steps are used as they are",
+        dir, kCheckpointContextFile);
+    return absl::OkStatus();
+  }
+  const CheckpointContext& ck = **read;
+  if (ck.cameras != PolicyCameras()) {
+    return ConfigError{dir + "/" + kCheckpointContextFile, "cameras",
+                       absl::StrJoin(ck.cameras, ","),
+                       absl::StrCat(absl::StrJoin(PolicyCameras(), ","),
+                                    ", the cameras this build's envs render")}
+        .ToStatus();
+  }
+  Fitter f{dir, c, {}};
+  for (absl::Status s :
+       {f.Fit("env.image_width", ck.image_width, &c->env.image_width,
+              "image width"),
+        f.Fit("env.image_height", ck.image_height, &c->env.image_height,
+              "image height"),
+        f.Fit("policy.chunk", ck.chunk, &c->policy.chunk, "action chunk"),
+        f.Fit("rl.execute_steps", ck.execute_steps, &c->rl.execute_steps,
+              "executed chunk steps per decision")}) {
+    if (!s.ok()) return s;
+  }
+  const char* tasks_key =
+      use == CheckpointUse::kEval ? "sft.tasks" : "env.tasks";
+  std::string& tasks =
+      use == CheckpointUse::kEval ? c->sft.tasks : c->env.tasks;
+  const std::string recorded = absl::StrJoin(ck.tasks, ",");
+  if (!ck.tasks.empty() && TaskItems(tasks, tasks_key) != ck.tasks) {
+    if (tasks_given || c->given.count(tasks_key) > 0) {
+      spdlog::info("{}: the tasks given, not the checkpoint's ({})", dir,
+                   recorded);
+    } else {
+      tasks = recorded;
+      f.adopted.push_back(absl::StrCat(tasks_key, "=", recorded));
+    }
+  }
+  if (!f.adopted.empty()) {
+    spdlog::info("{}: as the checkpoint records: {}", dir,
+                 absl::StrJoin(f.adopted, " "));
+  }
+  return absl::OkStatus();
+}
+
+CheckpointContext SftCheckpointContext(const Config& c) {
+  return {c.env.image_width,   c.env.image_height,
+          PolicyCameras(),     c.policy.chunk,
+          c.sft.execute_steps, TaskItems(c.sft.tasks, "sft.tasks")};
+}
+
+CheckpointContext RlCheckpointContext(const Config& c) {
+  return {c.env.image_width,  c.env.image_height,
+          PolicyCameras(),    c.policy.chunk,
+          c.rl.execute_steps, TaskItems(c.env.tasks, "env.tasks")};
+}
+
+}  // namespace rlvla3

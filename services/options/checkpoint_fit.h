@@ -1,0 +1,57 @@
+// File: services/options/checkpoint_fit.h
+// -----------------------------------------------------------------------------
+// A run's config against what a checkpoint records it was trained for
+// (policies/checkpoint_context.h). The checkpoint's values take the place of
+// the config's defaults: a key the config file or --set did not give is set
+// to the checkpoint's value. A key given that contradicts the policy's
+// inputs or actions (image size, cameras, chunk, executed chunk steps) is a
+// config error naming the key (the CLI exits 2): evaluating or training a
+// 64x64 policy on 128x128 images would otherwise run and give wrong numbers
+// without a word. Tasks are the exception: other tasks than the
+// checkpoint's are a legitimate experiment (generalisation, fine-tuning on
+// a new task), so a given task list stands and is logged.
+//
+// Which keys it fills: env.image_width, env.image_height, policy.chunk,
+// rl.execute_steps, and the tasks key of the use (eval: sft.tasks; a run
+// starting from the checkpoint: env.tasks).
+//
+// And the other way, what a checkpoint writer records from its options.
+//
+// Example:
+//   absl::Status s = FitConfigToCheckpoint(path, CheckpointUse::kEval, &c);
+//   if (IsConfigError(s)) return 2;
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_OPTIONS_CHECKPOINT_FIT_H_
+#define RLVLA3_SERVICES_OPTIONS_CHECKPOINT_FIT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "policies/checkpoint_context.h"
+#include "runtime/config.h"
+
+namespace rlvla3 {
+
+enum class CheckpointUse {
+  kEval,  // `eval --checkpoint`: its tasks key is sft.tasks
+  kInit,  // rl.init_checkpoint: its tasks key is env.tasks
+};
+
+// The cameras every env renders, in the policy's input order.
+std::vector<std::string> PolicyCameras();
+
+// Fits `*c` to the checkpoint folder `dir`'s context.json (nothing to do
+// for a checkpoint without one). `tasks_given`: the tasks were named some
+// other way (eval --task).
+absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
+                                   Config* c, bool tasks_given = false);
+
+// What a checkpoint written by SFT (sft.*) or by RL (env.*, rl.*) of
+// config `c` records.
+CheckpointContext SftCheckpointContext(const Config& c);
+CheckpointContext RlCheckpointContext(const Config& c);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_OPTIONS_CHECKPOINT_FIT_H_

@@ -1,0 +1,117 @@
+// A run's config against what a checkpoint records (context.json): the
+// recorded values replace keys the config did not give, a given key that
+// contradicts the policy's inputs or actions is a config error naming the
+// key, given tasks stand, and a checkpoint without a record changes
+// nothing; the record round-trips and a malformed one names its file.
+#include "services/options/checkpoint_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+CheckpointContext Recorded() {
+  CheckpointContext c;
+  c.image_width = 64;
+  c.image_height = 48;
+  c.cameras = PolicyCameras();
+  c.chunk = 6;
+  c.execute_steps = 3;
+  c.tasks = {"put_red_cube_on_plate", "stack_green_cube_on_red_cube"};
+  return c;
+}
+
+Config Load(const std::vector<std::string>& overrides) {
+  absl::StatusOr<Config> c = LoadConfig("", overrides);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return c.ok() ? *c : Config{};
+}
+
+TEST(CheckpointContext, RoundTripsAndAMalformedOneNamesItsFile) {
+  testutil::TestDir dir;
+  ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
+  absl::StatusOr<std::optional<CheckpointContext>> back =
+      ReadCheckpointContext(dir.path());
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->has_value());
+  EXPECT_EQ((*back)->image_width, 64);
+  EXPECT_EQ((*back)->image_height, 48);
+  EXPECT_EQ((*back)->cameras, PolicyCameras());
+  EXPECT_EQ((*back)->chunk, 6);
+  EXPECT_EQ((*back)->execute_steps, 3);
+  EXPECT_EQ((*back)->tasks, Recorded().tasks);
+  std::ofstream(dir.File("context.json")) << "{\"format\": 3}";
+  back = ReadCheckpointContext(dir.path());
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("context.json"), std::string::npos)
+      << back.status();
+}
+
+TEST(CheckpointFit, KeysNotGivenTakeTheCheckpointsValues) {
+  testutil::TestDir dir;
+  ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
+  Config c = Load({});
+  ASSERT_TRUE(FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &c).ok());
+  EXPECT_EQ(c.env.image_width, 64);
+  EXPECT_EQ(c.env.image_height, 48);
+  EXPECT_EQ(c.policy.chunk, 6);
+  EXPECT_EQ(c.rl.execute_steps, 3);
+  EXPECT_EQ(c.sft.tasks, "put_red_cube_on_plate,stack_green_cube_on_red_cube");
+  Config init = Load({});
+  ASSERT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &init).ok());
+  EXPECT_EQ(init.env.tasks,
+            "put_red_cube_on_plate,stack_green_cube_on_red_cube");
+}
+
+TEST(CheckpointFit, AGivenKeyAgainstTheCheckpointIsAConfigErrorNamingIt) {
+  testutil::TestDir dir;
+  ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
+  for (const std::string& given :
+       {"env.image_width=128", "env.image_height=128", "policy.chunk=4",
+        "rl.execute_steps=2"}) {
+    Config c = Load({given});
+    const absl::Status s =
+        FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &c);
+    EXPECT_TRUE(IsConfigError(s)) << given << ": " << s;
+    const std::string key = given.substr(0, given.find('='));
+    EXPECT_NE(s.message().find(key), std::string::npos) << s;
+    EXPECT_NE(s.message().find(dir.path()), std::string::npos) << s;
+  }
+  // Given and equal to the checkpoint's: nothing to refuse.
+  Config same = Load({"env.image_width=64", "rl.execute_steps=3"});
+  EXPECT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &same).ok());
+}
+
+TEST(CheckpointFit, GivenTasksStand) {
+  testutil::TestDir dir;
+  ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
+  Config c = Load({"env.tasks=put_red_cube_in_basket"});
+  ASSERT_TRUE(FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &c).ok());
+  EXPECT_EQ(c.env.tasks, "put_red_cube_in_basket");
+  Config eval = Load({});
+  ASSERT_TRUE(FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &eval,
+                                    /*tasks_given=*/true)
+                  .ok());
+  EXPECT_EQ(eval.sft.tasks, "all");
+}
+
+TEST(CheckpointFit, ACheckpointWithoutARecordChangesNothing) {
+  testutil::TestDir dir;
+  Config c = Load({});
+  const Config before = c;
+  ASSERT_TRUE(FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &c).ok());
+  EXPECT_EQ(c.env.image_width, before.env.image_width);
+  EXPECT_EQ(c.rl.execute_steps, before.rl.execute_steps);
+  EXPECT_EQ(c.sft.tasks, before.sft.tasks);
+}
+
+}  // namespace
+}  // namespace rlvla3
