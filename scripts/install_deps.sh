@@ -29,6 +29,8 @@ PACKAGES=(
   python3 python3-torch  # exports the TorchScript policy in tests (Debian's python3)
   # the Python rollout client (services/python) and its stubs
   python3-grpcio python3-protobuf
+  # ... installed with pip into a virtual environment in tests (offline)
+  python3-venv python3-setuptools
 )
 
 missing=()

@@ -5,8 +5,8 @@ Each env shows a flat grey image whose brightness encodes a target; the reward
 is 1 when the first action dimension has the target's sign. Decisions go to
 the inference server, segments of `--rollout-len` decisions to the learner.
 
-    PYTHONPATH=build/python:services/python /usr/bin/python3 \
-        services/python/examples/toy_env_worker.py \
+    pip install ./services/python      # the client and its stubs, once
+    python3 services/python/examples/toy_env_worker.py \
         --inference 127.0.0.1:50052 --learner 127.0.0.1:50051 \
         --env-ids 0,1 --segments 8
 """

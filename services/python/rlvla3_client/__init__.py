@@ -5,8 +5,8 @@ It speaks the same gRPC services as the C++ rollout worker: observations go to
 an inference server on the bidirectional Act stream (one in flight per env),
 finished segments go to the learner on the client-streaming PushSegments call,
 and the learner's policy versions arrive on a versions-only SubscribeWeights
-stream. Stubs are generated from proto/ into BUILD/python by the build
-(`PYTHONPATH=BUILD/python:services/python`).
+stream. The stubs it imports (rlvla3.v1, rlvla3_health) come with the
+package: `pip install ./services/python`, no C++ build needed.
 
 Example:
     client = RolloutClient(inference="127.0.0.1:50052",

@@ -1,0 +1,1 @@
+"""Generated gRPC stubs of rl-vla3's protos (scripts/gen_python_stubs.sh)."""
