@@ -130,6 +130,26 @@ class Parser {
     *out = v.Scalar();
   }
 
+  // A list of run-config overrides, each "key=value" (checked against the
+  // run config's schema by CheckRunConfig).
+  void Overrides(const YAML::Node& map, const std::string& prefix,
+                 std::vector<std::string>* out) {
+    const YAML::Node v = map["set"];
+    if (!status_.ok() || !v.IsDefined()) return;
+    const std::string expected = "a list of run-config overrides key=value";
+    if (!v.IsSequence()) {
+      Fail(Join(prefix, "set"), Text(v), expected);
+      return;
+    }
+    for (const YAML::Node& item : v) {
+      if (!item.IsScalar() || item.Scalar().find('=') == std::string::npos) {
+        Fail(Join(prefix, "set"), Text(item), expected);
+        return;
+      }
+      out->push_back(item.Scalar());
+    }
+  }
+
  private:
   static std::string Join(const std::string& prefix, const std::string& key) {
     return prefix.empty() ? key : absl::StrCat(prefix, ".", key);
@@ -156,12 +176,13 @@ void ParseRole(Parser& p, const YAML::Node& root, const std::string& role,
                int64_t max_replicas, RoleSpec* r) {
   const YAML::Node node = root[role];
   if (!node.IsDefined()) return;
-  if (!p.Map(node, role, {"replicas", "gpus", "cpu", "memory"})) return;
+  if (!p.Map(node, role, {"replicas", "gpus", "cpu", "memory", "set"})) return;
   p.Int(node, role, "replicas", 1, max_replicas, &r->replicas);
   p.Int(node, role, "gpus", 0, kMaxGpus, &r->gpus);
   const std::string quantity = "a Kubernetes quantity (e.g. 4, 500m, 16Gi)";
   p.Str(node, role, "cpu", false, IsQuantity, quantity, &r->cpu);
   p.Str(node, role, "memory", false, IsQuantity, quantity, &r->memory);
+  p.Overrides(node, role, &r->overrides);
 }
 
 void ParseStorage(Parser& p, const YAML::Node& root, StorageSpec* s) {
@@ -222,9 +243,11 @@ absl::StatusOr<std::string> ReadText(const std::string& path,
 // A role whose run-config key puts it on a GPU (learner.device,
 // inference.device cuda or cuda:N; env.render_backend gpu) asks for one: else
 // its pods would start only to fail on "no CUDA device".
-absl::Status CheckPodsHaveTheirGpus(const ClusterSpec& spec, const Config& c) {
-  const bool learner_cuda = ParseDeviceName(c.learner.device)->cuda;
-  const bool inference_cuda = ParseDeviceName(c.inference.device)->cuda;
+absl::Status CheckPodsHaveTheirGpus(const ClusterSpec& spec,
+                                    const Config& learner, const Config& infer,
+                                    const Config& rollout) {
+  const bool learner_cuda = ParseDeviceName(learner.learner.device)->cuda;
+  const bool inference_cuda = ParseDeviceName(infer.inference.device)->cuda;
   const struct {
     bool needs;
     int64_t gpus;
@@ -233,18 +256,20 @@ absl::Status CheckPodsHaveTheirGpus(const ClusterSpec& spec, const Config& c) {
     const std::string& value;
   } roles[] = {
       {learner_cuda, spec.learner.gpus, "learner.gpus", "learner.device",
-       c.learner.device},
+       learner.learner.device},
       {inference_cuda, spec.inference.gpus, "inference.gpus",
-       "inference.device", c.inference.device},
-      {kRenderBackendNames.Parse(c.env.render_backend) == RenderBackend::kGpu,
+       "inference.device", infer.inference.device},
+      {kRenderBackendNames.Parse(rollout.env.render_backend) ==
+           RenderBackend::kGpu,
        spec.rollout.gpus, "rollout.gpus", "env.render_backend",
-       c.env.render_backend},
+       rollout.env.render_backend},
   };
   for (const auto& r : roles) {
     if (!r.needs || r.gpus > 0) continue;
-    return ConfigError{spec.path, r.key, absl::StrCat(r.gpus),
-                       absl::StrCat("at least 1: the run config (", spec.config,
-                                    ") has ", r.run_key, ": ", r.value)}
+    return ConfigError{
+        spec.path, r.key, absl::StrCat(r.gpus),
+        absl::StrCat("at least 1: the run config (", spec.config,
+                     " with the overrides) has ", r.run_key, ": ", r.value)}
         .ToStatus();
   }
   return absl::OkStatus();
@@ -267,8 +292,8 @@ absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
   c.path = path;
   Parser p(path);
   if (!p.Map(root, "",
-             {"name", "namespace", "image", "config", "token_file", "learner",
-              "inference", "rollout", "storage", "ports"})) {
+             {"name", "namespace", "image", "config", "token_file", "set",
+              "learner", "inference", "rollout", "storage", "ports"})) {
     return p.status();
   }
   p.Str(root, "", "name", true, NameOk,
@@ -284,6 +309,7 @@ absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
         &c.config);
   p.Str(root, "", "token_file", false, AnyString, "the token file's path",
         &c.token_file);
+  p.Overrides(root, "", &c.overrides);
   ParseRole(p, root, "learner", 64, &c.learner);
   ParseRole(p, root, "inference", 64, &c.inference);
   ParseRole(p, root, "rollout", 256, &c.rollout);
@@ -326,18 +352,34 @@ absl::StatusOr<std::string> ReadToken(const ClusterSpec& spec) {
 }
 
 absl::Status CheckRunConfig(const ClusterSpec& spec) {
-  absl::StatusOr<Config> c = LoadConfig(
-      spec.config_path,
-      {absl::StrCat("cluster.rollout_workers=", spec.rollout.replicas)});
-  if (!c.ok()) return c.status();
-  if (c->run.mode == "sync" && spec.inference.replicas != 1) {
+  const auto load = [&](const RoleSpec& role) {
+    std::vector<std::string> overrides = RoleOverrides(spec, role);
+    // As the pods' flags order them: the spec's, then the role's.
+    return LoadConfig(spec.config_path, overrides);
+  };
+  absl::StatusOr<Config> learner = load(spec.learner);
+  if (!learner.ok()) return learner.status();
+  absl::StatusOr<Config> infer = load(spec.inference);
+  if (!infer.ok()) return infer.status();
+  absl::StatusOr<Config> rollout = load(spec.rollout);
+  if (!rollout.ok()) return rollout.status();
+  if (infer->run.mode == "sync" && spec.inference.replicas != 1) {
     return ConfigError{spec.path, "inference.replicas",
                        absl::StrCat(spec.inference.replicas),
                        "1 when the run config's run.mode is sync (one "
                        "inference server holds the barrier)"}
         .ToStatus();
   }
-  return CheckPodsHaveTheirGpus(spec, *c);
+  return CheckPodsHaveTheirGpus(spec, *learner, *infer, *rollout);
+}
+
+std::vector<std::string> RoleOverrides(const ClusterSpec& spec,
+                                       const RoleSpec& role) {
+  std::vector<std::string> out = {
+      absl::StrCat("cluster.rollout_workers=", spec.rollout.replicas)};
+  out.insert(out.end(), spec.overrides.begin(), spec.overrides.end());
+  out.insert(out.end(), role.overrides.begin(), role.overrides.end());
+  return out;
 }
 
 }  // namespace rlvla3::kube

@@ -11,9 +11,11 @@
 //   image: registry/rl-vla3:0.1.0   # required
 //   config: ../configs/libero_demo.yaml   # run config, relative to this file
 //   token_file: token.txt           # optional shared token (a Secret)
-//   learner:   {replicas: 2, gpus: 1, cpu: "8", memory: 32Gi}
-//   inference: {replicas: 1, gpus: 1}
-//   rollout:   {replicas: 4, gpus: 0}     # gpus > 0: EGL on the GPU
+//   set: [rl.ppo_epochs=2]          # run-config overrides for every role
+//   learner:   {replicas: 2, gpus: 1, cpu: "8", memory: 32Gi,
+//               set: [learner.device=cuda, learner.precision=bf16]}
+//   inference: {replicas: 2, gpus: 1}    # each one its own address
+//   rollout:   {replicas: 4, gpus: 0}    # gpus > 0: EGL on the GPU
 //   storage:   {class: standard, size: 20Gi, access_mode: ReadWriteMany}
 //   ports:     {learner: 50051, inference: 50052, rollout: 50053,
 //               rendezvous: 29500}
@@ -28,6 +30,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -41,6 +44,9 @@ struct RoleSpec {
   std::string cpu;     // requests.cpu, e.g. "4" or "500m" ("": none)
   std::string memory;  // requests.memory, e.g. "16Gi" ("": none)
   int64_t port = 0;    // the role's gRPC port
+  // Run-config overrides ("key=value") for this role's pods only, after
+  // the spec's own.
+  std::vector<std::string> overrides;
 };
 
 // The learner's checkpoint volume (a PersistentVolumeClaim).
@@ -60,11 +66,13 @@ struct ClusterSpec {
   std::string config_path;  // ... resolved against CLUSTER.yaml's folder
   std::string token_file;   // token file as written ("": no token)
   std::string token_path;   // ... resolved
-  RoleSpec learner{1, 1, "", "", 50051};
-  RoleSpec inference{1, 1, "", "", 50052};
-  RoleSpec rollout{1, 0, "", "", 50053};
+  RoleSpec learner{1, 1, "", "", 50051, {}};
+  RoleSpec inference{1, 1, "", "", 50052, {}};
+  RoleSpec rollout{1, 0, "", "", 50053, {}};
   int64_t rendezvous_port = 29500;  // learner ranks' c10d rendezvous
   StorageSpec storage;
+  // Run-config overrides ("key=value") for every role's pods (`set:`).
+  std::vector<std::string> overrides;
 };
 
 // Reads and checks `path` (see the file comment for the keys). With
@@ -86,10 +94,16 @@ absl::StatusOr<std::string> ReadRunConfig(const ClusterSpec& spec);
 // errors name the file, never the token.
 absl::StatusOr<std::string> ReadToken(const ClusterSpec& spec);
 
-// Loads the run config as every pod will (with cluster.rollout_workers =
-// rollout.replicas) and checks it against the spec (run.mode sync needs one
-// inference replica). Errors are ConfigErrors naming the file at fault.
+// Loads the run config as each role's pods will (with
+// cluster.rollout_workers = rollout.replicas and the overrides) and checks
+// it against the spec (run.mode sync needs one inference replica; a role on
+// a GPU asks for one). Errors are ConfigErrors naming the file at fault.
 absl::Status CheckRunConfig(const ClusterSpec& spec);
+
+// The run-config overrides a role's pods pass (--set): the rollout workers'
+// count, the spec's `set`, then the role's.
+std::vector<std::string> RoleOverrides(const ClusterSpec& spec,
+                                       const RoleSpec& role);
 
 }  // namespace rlvla3::kube
 

@@ -178,7 +178,7 @@ Manifest RenderWorkload(const ClusterSpec& spec, const RolePod& pod,
 }
 
 // `serve ROLE --config ... --listen 0.0.0.0:PORT`, then `flags`, then the
-// overrides CLUSTER.yaml decides for every role.
+// role's run-config overrides (RoleOverrides) and the token's file.
 std::vector<std::string> ServeArgs(const ClusterSpec& spec,
                                    const std::string& role, const RoleSpec& r,
                                    const std::vector<std::string>& flags) {
@@ -187,8 +187,9 @@ std::vector<std::string> ServeArgs(const ClusterSpec& spec,
       "--config", absl::StrCat(kConfigDir, "/run.yaml"),
       "--listen", absl::StrCat("0.0.0.0:", r.port)};
   args.insert(args.end(), flags.begin(), flags.end());
-  args.insert(args.end(), {"--set", absl::StrCat("cluster.rollout_workers=",
-                                                 spec.rollout.replicas)});
+  for (const std::string& o : RoleOverrides(spec, r)) {
+    args.insert(args.end(), {"--set", o});
+  }
   if (!spec.token_file.empty()) {
     args.insert(
         args.end(),
@@ -231,20 +232,25 @@ RolePod RolloutPod(const ClusterSpec& spec) {
   RolePod pod;
   pod.role = "rollout";
   pod.r = &spec.rollout;
-  std::vector<std::string> learners;
+  std::vector<std::string> learners, servers;
   for (int64_t rank = 0; rank < spec.learner.replicas; ++rank) {
     learners.push_back(
         absl::StrCat(LearnerHost(spec, rank), ":", spec.learner.port));
   }
-  pod.args = ServeArgs(
-      spec, "rollout", spec.rollout,
-      {"--learner", absl::StrJoin(learners, ","), "--inference",
-       absl::StrCat(ObjectName(spec, "inference"), ":", spec.inference.port),
-       "--worker", "$(RANK)"});
+  // Every inference server by its own name: the worker shards its envs over
+  // them and fails over itself (one Service address would pin each stream to
+  // one server per connection).
+  for (int64_t i = 0; i < spec.inference.replicas; ++i) {
+    servers.push_back(
+        absl::StrCat(InferenceHost(spec, i), ":", spec.inference.port));
+  }
+  pod.args =
+      ServeArgs(spec, "rollout", spec.rollout,
+                {"--learner", absl::StrJoin(learners, ","), "--inference",
+                 absl::StrJoin(servers, ","), "--worker", "$(RANK)"});
   pod.env = {{"RANK", "", kPodIndexField}};
   if (spec.rollout.gpus > 0) {
-    // EGL on the GPU; "graphics" makes the NVIDIA runtime mount its EGL.
-    pod.env.push_back({"MUJOCO_GL", "egl", ""});
+    // EGL on the GPU: "graphics" makes the NVIDIA runtime mount its EGL.
     pod.env.push_back(
         {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility,graphics", ""});
   }
@@ -265,13 +271,16 @@ void AppendRoles(const ClusterSpec& spec, std::vector<Manifest>* out) {
       "Learner ranks 0..N-1 (RANK = pod index), started together; rank 0 "
       "holds the rendezvous."));
   const RolePod inference = InferencePod(spec);
-  out->push_back(
-      RenderService(spec, inference, false,
-                    "The inference servers behind one address (ready ones)."));
+  out->push_back(RenderService(
+      spec, inference, true,
+      absl::StrCat("Headless: every inference server I has the stable name ",
+                   ObjectName(spec, "inference"), "-I.",
+                   ObjectName(spec, "inference"),
+                   "; each rollout worker lists them all.")));
   out->push_back(RenderWorkload(
-      spec, inference, false,
-      "Inference servers: interchangeable, no state of their own (the "
-      "weights come from the learner)."));
+      spec, inference, true,
+      "Inference servers 0..N-1: no state of their own (the weights come "
+      "from the learner); a StatefulSet for their stable names."));
   const RolePod rollout = RolloutPod(spec);
   out->push_back(RenderService(spec, rollout, true,
                                "Headless: a stable name per rollout worker."));
@@ -288,6 +297,11 @@ void AppendRoles(const ClusterSpec& spec, std::vector<Manifest>* out) {
 std::string LearnerHost(const ClusterSpec& spec, int64_t rank) {
   const std::string service = ObjectName(spec, "learner");
   return absl::StrCat(service, "-", rank, ".", service);
+}
+
+std::string InferenceHost(const ClusterSpec& spec, int64_t index) {
+  const std::string service = ObjectName(spec, "inference");
+  return absl::StrCat(service, "-", index, ".", service);
 }
 
 std::vector<Manifest> RenderManifests(const ClusterSpec& spec,

@@ -52,6 +52,9 @@ std::string JoinManifests(const std::vector<Manifest>& manifests);
 
 // Stable DNS names inside the namespace: "NAME-learner-R.NAME-learner".
 std::string LearnerHost(const ClusterSpec& spec, int64_t rank);
+// Inference server `index`'s stable name (its headless Service): every
+// rollout worker lists them all.
+std::string InferenceHost(const ClusterSpec& spec, int64_t index);
 
 }  // namespace rlvla3::kube
 

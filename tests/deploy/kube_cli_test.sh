@@ -3,7 +3,8 @@
 #   kube_cli_test.sh CASE RL_VLA3 SOURCE_DIR WORK_DIR [NODE]
 # CASE:
 #   dry_run_validates         up --dry-run prints the golden file, no token;
-#                             kubernetes-models accepts it (and the example's)
+#                             kubernetes-models accepts it (and the examples',
+#                             the GPU one's overrides on their roles only)
 #   validator_rejects_broken  validate_manifests.mjs fails on broken input
 #   no_kubectl                up/down/status without kubectl on PATH: exit 1
 #   bad_cluster_yaml          bad CLUSTER.yaml or flag: exit 2, file and key
@@ -58,6 +59,16 @@ case "$test_case" in
     cp "$work/out" "$work/example.yaml"
     run 0 "$node" "$deploy/validate_manifests.mjs" "$work/example.yaml"
     cat "$work/out"
+    # The GPU cluster's example: each role's overrides reach its pods only.
+    run 0 "$bin" up "$src/deploy/cluster.gpu.example.yaml" --dry-run
+    cp "$work/out" "$work/gpu.yaml"
+    for want in learner.device=cuda learner.precision=bf16 \
+        inference.device=cuda inference.precision=bf16 env.render_backend=gpu \
+        libero-gpu-inference-1.libero-gpu-inference:50052; do
+      expect_in "$work/gpu.yaml" "$want"
+    done
+    run 0 "$node" "$deploy/validate_manifests.mjs" "$work/gpu.yaml"
+    cat "$work/out"
     ;;
   validator_rejects_broken)
     need_node
@@ -72,6 +83,11 @@ case "$test_case" in
     sed 's/livenessProbe:/startupProbe2:/' "$deploy/cluster_golden.yaml" > "$work/no_probe.yaml"
     run 1 "$node" "$deploy/validate_manifests.mjs" "$work/no_probe.yaml"
     expect_in "$work/err" "no gRPC livenessProbe"
+    # A rollout worker that misses an inference server.
+    run 0 "$bin" up "$src/deploy/cluster.gpu.example.yaml" --dry-run
+    sed 's/,libero-gpu-inference-1\.libero-gpu-inference:50052//' "$work/out" > "$work/one_server.yaml"
+    run 1 "$node" "$deploy/validate_manifests.mjs" "$work/one_server.yaml"
+    expect_in "$work/err" "expected every server"
     ;;
   no_kubectl)
     for verb in up down status; do

@@ -128,13 +128,70 @@ TEST(KubeManifests, PodsGetTheirRolesCommandLines) {
       "kube-fixture-learner-0.kube-fixture-learner:50051,"
       "kube-fixture-learner-1.kube-fixture-learner:50051",
       "--inference",
-      "kube-fixture-inference:50052",
+      "kube-fixture-inference-0.kube-fixture-inference:50052",
       "--worker",
       "$(RANK)"};
   ASSERT_GE(args.size(), want_prefix.size());
   EXPECT_EQ(
       std::vector<std::string>(args.begin(), args.begin() + want_prefix.size()),
       want_prefix);
+}
+
+// CLUSTER.yaml's `set` lists: the spec's reach every role's pods, a role's
+// only that role's, after the spec's; a list item without "=" names its key;
+// and the run config is checked as each role will load it.
+TEST(KubeClusterSpec, OverridesReachTheirRolesPodsOnly) {
+  const testutil::TestDir dir;
+  std::ofstream(dir.File("run.yaml")) << "rl:\n  ppo_epochs: 1\n";
+  const std::string head = "name: job\nimage: img\nconfig: run.yaml\n";
+  absl::StatusOr<ClusterSpec> spec =
+      ParseClusterSpec(head +
+                           "set: [rl.ppo_epochs=3]\n"
+                           "learner: {gpus: 1, set: [learner.device=cuda]}\n"
+                           "inference: {replicas: 2, gpus: 1}\n",
+                       dir.File("cluster.yaml"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  ASSERT_TRUE(CheckRunConfig(*spec).ok()) << CheckRunConfig(*spec);
+  const auto objects = Objects(DryRun(*spec));
+  const auto args = [&](const std::string& role) {
+    std::string joined;
+    for (const YAML::Node& a :
+         objects.at("StatefulSet/job-" +
+                    role)["spec"]["template"]["spec"]["containers"][0]["args"])
+      joined += a.as<std::string>() + " ";
+    return joined;
+  };
+  EXPECT_NE(args("learner").find("--set rl.ppo_epochs=3 --set "
+                                 "learner.device=cuda"),
+            std::string::npos)
+      << args("learner");
+  EXPECT_NE(args("inference").find("--set rl.ppo_epochs=3"), std::string::npos);
+  EXPECT_EQ(args("inference").find("learner.device"), std::string::npos);
+  EXPECT_NE(args("rollout").find("--inference job-inference-0.job-inference:"
+                                 "50052,job-inference-1.job-inference:50052"),
+            std::string::npos)
+      << args("rollout");
+
+  // The learner's override puts it on a GPU its pods do not ask for.
+  spec = ParseClusterSpec(
+      head + "learner: {gpus: 0, set: [learner.device=cuda]}\n",
+      dir.File("cluster.yaml"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::Status st = CheckRunConfig(*spec);
+  EXPECT_TRUE(IsConfigError(st)) << st;
+  EXPECT_NE(st.message().find("learner.gpus"), std::string::npos) << st;
+  // An override the run config does not know.
+  spec = ParseClusterSpec(head + "set: [rl.no_such_key=1]\n",
+                          dir.File("cluster.yaml"));
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  st = CheckRunConfig(*spec);
+  EXPECT_TRUE(IsConfigError(st)) << st;
+  EXPECT_NE(st.message().find("rl.no_such_key"), std::string::npos) << st;
+  // Not key=value.
+  spec = ParseClusterSpec(head + "inference: {set: [bf16]}\n",
+                          dir.File("cluster.yaml"));
+  EXPECT_TRUE(IsConfigError(spec.status())) << spec.status();
+  EXPECT_NE(spec.status().message().find("inference.set"), std::string::npos);
 }
 
 TEST(KubeManifests, ConfigMapHoldsTheRunConfig) {

@@ -3,8 +3,9 @@
 // then checks what the job needs to run:
 //   - GPU limits on the learner and inference containers;
 //   - gRPC liveness and readiness probes on every container;
-//   - the learner StatefulSet's serviceName names a headless Service
-//     (clusterIP None) that selects the learner pods;
+//   - the learner's and the inference servers' StatefulSets each name a
+//     headless Service (clusterIP None) that selects their pods;
+//   - every rollout worker's --inference names every inference server;
 //   - the NetworkPolicy selects the job's pods and admits only them.
 // Exit 0 when all hold; 1 naming each object at fault and why; 2 on usage.
 //
@@ -95,23 +96,51 @@ function checkContainers({ obj, id }) {
   }
 }
 
-function checkLearnerService(objects) {
-  const learners = objects.filter(
-    ({ obj }) =>
-      obj.kind === "StatefulSet" && obj.metadata.labels?.[COMPONENT] === "learner",
-  );
-  if (learners.length !== 1) fail("learner", "expected one learner StatefulSet");
-  for (const { obj, id } of learners) {
-    const svc = objects.find(
-      (o) => o.obj.kind === "Service" && o.obj.metadata.name === obj.spec.serviceName,
+// The learner ranks and the inference servers have stable names: each
+// StatefulSet's serviceName names a headless Service selecting its pods.
+function checkHeadlessServices(objects) {
+  for (const role of ["learner", "inference"]) {
+    const sets = objects.filter(
+      ({ obj }) =>
+        obj.kind === "StatefulSet" && obj.metadata.labels?.[COMPONENT] === role,
     );
-    if (!svc) {
-      fail(id, `serviceName ${obj.spec.serviceName} names no Service`);
-    } else if (svc.obj.spec.clusterIP !== "None") {
-      fail(svc.id, "the learner Service is not headless (clusterIP: None)");
-    } else if (!matches(svc.obj.spec.selector, obj.spec.template.metadata.labels)) {
-      fail(svc.id, "does not select the learner pods");
+    if (sets.length !== 1) fail(role, `expected one ${role} StatefulSet`);
+    for (const { obj, id } of sets) {
+      const svc = objects.find(
+        (o) => o.obj.kind === "Service" && o.obj.metadata.name === obj.spec.serviceName,
+      );
+      if (!svc) {
+        fail(id, `serviceName ${obj.spec.serviceName} names no Service`);
+      } else if (svc.obj.spec.clusterIP !== "None") {
+        fail(svc.id, `the ${role} Service is not headless (clusterIP: None)`);
+      } else if (!matches(svc.obj.spec.selector, obj.spec.template.metadata.labels)) {
+        fail(svc.id, `does not select the ${role} pods`);
+      }
     }
+  }
+}
+
+// Every rollout worker names every inference server (NAME-I.SERVICE:PORT for
+// I < replicas): it shards its envs over them and fails over itself.
+function checkRolloutSeesEveryInferenceServer(objects) {
+  const inference = objects.find(
+    ({ obj }) => obj.kind === "StatefulSet" && obj.metadata.labels?.[COMPONENT] === "inference",
+  );
+  const rollout = objects.find(
+    ({ obj }) => obj.kind === "StatefulSet" && obj.metadata.labels?.[COMPONENT] === "rollout",
+  );
+  if (!inference || !rollout) return;
+  const name = inference.obj.metadata.name;
+  const port = inference.obj.spec.template.spec.containers[0].ports?.[0]?.containerPort;
+  const want = Array.from(
+    { length: inference.obj.spec.replicas },
+    (_, i) => `${name}-${i}.${inference.obj.spec.serviceName}:${port}`,
+  );
+  const args = rollout.obj.spec.template.spec.containers[0].args ?? [];
+  const at = args.indexOf("--inference");
+  const got = at >= 0 ? (args[at + 1] ?? "").split(",") : [];
+  if (got.join(",") !== want.join(",")) {
+    fail(rollout.id, `--inference is "${got.join(",")}", expected every server: ${want.join(",")}`);
   }
 }
 
@@ -150,7 +179,8 @@ if (errors.length === 0) {
   objects
     .filter(({ obj }) => ["StatefulSet", "Deployment"].includes(obj.kind))
     .forEach(checkContainers);
-  checkLearnerService(objects);
+  checkHeadlessServices(objects);
+  checkRolloutSeesEveryInferenceServer(objects);
   checkNetworkPolicy(objects);
 }
 if (errors.length > 0) {
