@@ -1,4 +1,4 @@
-// TinyVLA on each device, at the sizes the README documents: inference
+// TinyVLA on each device, at the sizes docs/gpu.md documents: inference
 // observations/s per batch size as an inference actor sees them (the batch
 // copied into pinned host memory, one copy to the device, Act, the replies
 // back in one copy) and learner samples/s (micro-batch staged the same way,
@@ -43,7 +43,7 @@ struct Flags {
   std::string json;
 };
 
-// The README's sizes: 1.44 M, 29.6 M (trunk 25 M), 106 M (trunk 99 M).
+// docs/gpu.md's sizes: 1.44 M, 29.6 M (trunk 25 M), 106 M (trunk 99 M).
 TinyVLAOptions Size(int millions) {
   TinyVLAOptions o = TinyVLAOptions().vocab_size(64).max_text_len(kText);
   if (millions >= 100) return o.d_model(768).heads(12).layers(14);

@@ -33,7 +33,7 @@ namespace rlvla3 {
 //          kMaxGpuRenderThreads threads, else kMesa: threads of one process
 //          wait on the vendor's driver, so beyond a few a GPU renders slower
 //          than Mesa; env processes of one worker each scale instead (the
-//          figures: docs/experiments.md and README, "Rendering").
+//          figures: docs/experiments.md and docs/simulators.md, "Rendering").
 // RenderBackend and its names: runtime/render_choices.h.
 inline constexpr int kMaxGpuRenderThreads = 2;
 // True if a GPU vendor's EGL device initialises here.

@@ -48,7 +48,7 @@ namespace rlvla3 {
 //   kAuto      the env pool's choice: kBatched on a GPU's EGL (a readback
 //              waits for the GPU: one wait per sweep instead of two per
 //              frame), kPerImage on Mesa llvmpipe (batched is slower
-//              there; docs/experiments.md and README, "Rendering").
+//              there; docs/experiments.md and docs/simulators.md, "Rendering").
 // Readback and its names: runtime/render_choices.h.
 
 struct EnvOptions {

@@ -4,12 +4,12 @@
 // built-in objects the scene has, optional extra MJCF bodies (a user's own
 // scene elements, merged into the generated table + arm scene), where objects
 // start, the instruction, the goal predicates and the episode length. See the
-// README ("Your own tasks") for the format. Errors name the file and the key;
+// docs/tasks.md for the format. Errors name the file and the key;
 // an invalid MJCF file gives MuJoCo's own message and the MJCF file's name.
 //
 // Example:
 //   absl::StatusOr<TaskSpec> t =
-//   LoadTaskFile("configs/tasks/green_on_plate.yaml"); auto model =
+//   LoadTaskFile("configs/tasks/lift_purple_block.yaml"); auto model =
 //   TaskModel::Create(*t, options);
 //   // Anywhere a task name is accepted, a path ending in .yaml works too:
 //   absl::StatusOr<TaskSpec> u = ResolveTask("open_the_drawer");

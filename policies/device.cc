@@ -37,7 +37,7 @@ absl::StatusOr<at::Device> ParseDevice(absl::string_view spec) {
   if (n == 0) {
     return absl::InvalidArgumentError(
         "no CUDA device on this machine (this LibTorch sees none; a CPU-only "
-        "LibTorch never does: see the README, Building with CUDA)");
+        "LibTorch never does: see docs/gpu.md, Building with CUDA)");
   }
   if (index >= n) {
     return absl::InvalidArgumentError(absl::StrCat(

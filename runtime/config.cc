@@ -94,10 +94,11 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
          "the task's own)");
   s->Choice("env.render_backend", &c->env.render_backend,
             kRenderBackendNames.Names(),
-            "who renders: a GPU's EGL device, Mesa llvmpipe, or auto (README)");
+            "who renders: a GPU's EGL device, Mesa llvmpipe, or auto "
+            "(docs/simulators.md)");
   s->Choice("env.readback", &c->env.readback, kReadbackNames.Names(),
             "images read back once per env worker's sweep (batched) or per "
-            "image; auto: batched on a GPU's EGL (README)");
+            "image; auto: batched on a GPU's EGL (docs/simulators.md)");
   s->String("env.tasks", &c->env.tasks,
             "comma-separated task names or task files, or \"all\"");
   s->Real("env.latency_mean_ms", &c->env.latency_mean_ms,
@@ -218,7 +219,8 @@ void DescribeRlBatch(Config* c, ConfigSchema* s) {
   s->Int("rl.rollout_len", &c->rl.rollout_len, {1, 100000},
          "decisions per env per segment");
   s->Int("rl.rollouts_per_step", &c->rl.rollouts_per_step, {1, 1024},
-         "rollouts per optimizer step: the global batch is this x num_envs "
+         "rollouts per update (one version): the global batch is this x "
+         "num_envs "
          "x rollout_len decisions (PPO) or this x num_envs episodes (GRPO)");
   s->Int("rl.micro_batch", &c->rl.micro_batch, {1, 65536},
          "samples per forward/backward");
@@ -269,13 +271,13 @@ void DescribeRlOptimizer(Config* c, ConfigSchema* s) {
           "scale of negative advantages in the policy loss (1: plain PPO; 0: "
           "self-imitation of better-than-expected decisions only)");
   s->Int("rl.critic_warmup_steps", &c->rl.critic_warmup_steps, {0, 1000000},
-         "optimizer steps that train only the value head (PPO)");
+         "updates (versions) that train only the value head (PPO)");
   s->Bool(
       "rl.normalize_advantages", &c->rl.normalize_advantages,
       "PPO: normalise advantages by running moments (about one global batch)");
   s->Real("rl.target_kl", &c->rl.target_kl, {0.0, false, 10.0, false},
           "adaptive learning rate: KL(before || after) per decision that one "
-          "optimizer step aims at (0: fixed rl.lr)");
+          "update aims at (0: fixed rl.lr)");
   s->Real("rl.lr_min", &c->rl.lr_min, {0.0, true, 1.0, false},
           "lower bound of the adaptive learning rate");
   s->Real("rl.lr_max", &c->rl.lr_max, {0.0, true, 1.0, false},
@@ -308,7 +310,8 @@ void DescribeRlRun(Config* c, ConfigSchema* s) {
   s->Real("rl.duration_s", &c->rl.duration_s, {0.0, true, 1e7, false},
           "run length in seconds");
   s->Int("rl.max_steps", &c->rl.max_steps, {0, 1000000000},
-         "stop after this many optimizer steps (0: off)");
+         "stop after this many updates (versions, one per global batch; "
+         "0: off)");
   s->Int("rl.checkpoint_every", &c->rl.checkpoint_every, {0, 1000000000},
          "versions between checkpoints (0: by time only)");
   s->Real("rl.checkpoint_every_s", &c->rl.checkpoint_every_s,

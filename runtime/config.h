@@ -113,7 +113,8 @@ struct EnvConfig {
 // TinyVLA sizes (policies/tiny_vla.h); the defaults train on a 2-core CPU.
 struct PolicyConfig {
   // tiny_vla: TinyVLA built from the keys below; torchscript: the user's
-  // scripted module at `path` (act/evaluate, README), trained the same way.
+  // scripted module at `path` (act/evaluate, docs/policies.md), trained the
+  // same way.
   std::string kind = "tiny_vla";
   std::string path = "";
   int64_t d_model = 128;

@@ -9,7 +9,7 @@
 # podman's calls only): with crun or its default ulimits every container failed
 # on setrlimit / "cgroups in hybrid mode" on this project's VMs.
 # Prints the build time and the image size. Not part of CI (about 20 min on 2
-# cores): see README, Kubernetes.
+# cores): see docs/kubernetes.md.
 set -euo pipefail
 TAG="${1:-localhost/rl-vla3:dev}"
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The floors of the house (README "Code layout and style"): a folder includes
+# The floors of the house (docs/development.md "Code layout and style"): a folder includes
 # only project headers from its own floor or the floors below it.
 #   runtime/                        the ground: runtime/ only (not its channels)
 #   runtime/channels                the three queue levels: runtime/ and themselves

@@ -81,7 +81,7 @@ def main():
         print(msg)
     if over and not list_all:
         print(f"check_sizes: {len(over)} over the house's limits; cut them into "
-              "named pieces (README: Code layout and style)", file=sys.stderr)
+              "named pieces (docs/development.md: Code layout and style)", file=sys.stderr)
         return 1
     if not over:
         print("check_sizes: every file <= %d lines, every function <= %d"

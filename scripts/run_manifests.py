@@ -28,7 +28,7 @@ Everything is removed at the end. Exit 0 when every check passed.
 
 Podman runs with runc, the cgroupfs manager and no default ulimits, as in
 scripts/build_image.sh. Build the image first: bash scripts/build_image.sh.
-Not part of CI; see README, Kubernetes.
+Not part of CI; see docs/kubernetes.md.
 """
 import argparse
 import os

@@ -95,7 +95,7 @@ struct LearnerOptions {
   // backward pass still runs (GradientReducer::OverlapBegin).
   bool overlap_allreduce = true;
   int64_t critic_warmup_steps = 0;  // PPO: value loss only for these steps
-  // Adaptive step size (as rsl_rl's PPO): after each optimizer step the
+  // Adaptive step size (as rsl_rl's PPO): after each update the
   // policy change is measured as KL(before || after) per decision on the last
   // micro-batch; the weights' rate is divided by `lr_adapt_factor` when that
   // KL exceeds 2 x target_kl and multiplied by it below target_kl / 2,

@@ -85,7 +85,8 @@ absl::StatusOr<LearnerRoleOptions> LearnerProcessOptions(
   if (global % world != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "learner: the global batch (", global,
-        " units: rl.global_batch x cluster.rollout_workers) does not split "
+        " units: rl.rollouts_per_step x env.num_envs x rl.rollout_len, or "
+        "episodes for GRPO, x cluster.rollout_workers) does not split "
         "evenly over ",
         world, " ranks"));
   }

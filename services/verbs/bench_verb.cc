@@ -158,15 +158,14 @@ Verb BenchVerb() {
       "  --envs-per-worker N     envs per worker there (default 8)\n"
       "  --json PATH             figures as JSON (default "
       "<run folder>/bench.json)\n"
-      "  --placement processes   also run async as separate processes (up\n"
-      "                          --local) in the same table (default: "
-      "process;\n"
-      "                          sync runs in one process only)\n"
+      "  --placement processes   also run sync and async as separate\n"
+      "                          processes (up --local) in the same table\n"
+      "                          (default: process)\n"
       "  --profile               also trace a few inference batches and\n"
       "                          optimizer steps (LibTorch's profiler) into\n"
       "                          <run folder>/profile_trace.json (Perfetto)\n"
       "                          and print ops and GPU kernels per batch\n",
-      {"--mode", "--duration", "--json", "--placement", "--env-workers",
+      {"--duration", "--json", "--placement", "--env-workers",
        "--envs-per-worker"},
       {"--profile"},
       VerbBench};

@@ -225,7 +225,7 @@ TEST(Checkpoint, MalformedCheckpointsNameTheProblem) {
             absl::StatusCode::kNotFound);
 }
 
-// The sizes the README documents (policies at scale, "--set" lines): the
+// The sizes docs/gpu.md documents (policies at scale, "--set" lines): the
 // defaults, and the anchor shapes d 512 x 8 layers and d 768 x 14 layers.
 TEST(TinyVLA, DocumentedSizesHaveTheirParameterCounts) {
   auto millions = [](const TinyVLAOptions& o) {

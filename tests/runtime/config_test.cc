@@ -296,7 +296,8 @@ TEST(Config, EmptyFileMeansDefaults) {
   ExpectDefaultFields(*d);
 }
 
-// Every config the project ships loads (the README's commands name them).
+// Every config the project ships loads (README.md's and docs/' commands name
+// them).
 TEST(Config, EveryShippedConfigLoads) {
   int n = 0;
   for (const auto& e :

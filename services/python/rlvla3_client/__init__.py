@@ -166,7 +166,7 @@ class RolloutClient:
 
     def settings(self) -> services_pb2.RunSettings:
         """The run's settings (Learner.GetRunSettings): shapes, env ids,
-        instruction table, pacing; see README "Your own simulator"."""
+        instruction table, pacing; see docs/simulators.md "Your own simulator"."""
         return self._learner_stub.GetRunSettings(services_pb2.StatusRequest(),
                                                  metadata=self._md, timeout=5)
 
