@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <optional>
+#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -61,6 +63,10 @@ std::vector<std::string> PolicyCameras() { return {"agentview", "wrist"}; }
 
 absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
                                    Config* c, bool tasks_given) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::OkStatus();  // loading the checkpoint says what is wrong
+  }
   absl::StatusOr<std::optional<CheckpointContext>> read =
       ReadCheckpointContext(dir);
   if (!read.ok()) return read.status();

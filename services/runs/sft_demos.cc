@@ -23,14 +23,6 @@ absl::StatusOr<EnvPoolOptions> DemoPoolOptions(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks) {
   EnvPoolOptions po;
   po.tasks = tasks;
-  // Task files resolve by path; built-in names by name.
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    if (FindTask(tasks[i].name) == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sft: task files are not supported for demo collection yet: ",
-          tasks[i].name));
-    }
-  }
   const int n_tasks = static_cast<int>(tasks.size());
   const int per_task =
       static_cast<int>(std::max<int64_t>(1, o.num_envs / n_tasks));

@@ -45,6 +45,7 @@ std::optional<Config> ConfigForCheckpoint(const VerbArgs& f, const Config& c,
                                           const PolicyCheckpoint& ck) {
   Config cfg = c;
   const std::vector<std::string> tasks = f.All("--task");
+  if (!tasks.empty()) cfg.sft.tasks = absl::StrJoin(tasks, ",");
   if (absl::Status s = FitConfigToCheckpoint(path, CheckpointUse::kEval, &cfg,
                                              !tasks.empty());
       !s.ok()) {
@@ -55,7 +56,6 @@ std::optional<Config> ConfigForCheckpoint(const VerbArgs& f, const Config& c,
   }
   cfg.policy.chunk = ck.policy->chunk();
   cfg.policy.max_text_len = ck.policy->max_text_len();
-  if (!tasks.empty()) cfg.sft.tasks = absl::StrJoin(tasks, ",");
   return cfg;
 }
 
