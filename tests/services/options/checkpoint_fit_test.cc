@@ -73,9 +73,8 @@ TEST(CheckpointFit, KeysNotGivenTakeTheCheckpointsValues) {
 TEST(CheckpointFit, AGivenKeyAgainstTheCheckpointIsAConfigErrorNamingIt) {
   testutil::TestDir dir;
   ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
-  for (const std::string& given :
-       {"env.image_width=128", "env.image_height=128", "policy.chunk=4",
-        "rl.execute_steps=2"}) {
+  for (const std::string given : {"env.image_width=128", "env.image_height=128",
+                                  "policy.chunk=4", "rl.execute_steps=2"}) {
     Config c = Load({given});
     const absl::Status s =
         FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &c);
