@@ -16,6 +16,7 @@ constexpr char kFormat[] = "rl-vla3/context/v1";
 
 absl::Status WriteCheckpointContext(const std::string& dir,
                                     const CheckpointContext& c) {
+  if (c.image_width <= 0) return absl::OkStatus();
   const nlohmann::json j = {{"format", kFormat},
                             {"image_width", c.image_width},
                             {"image_height", c.image_height},

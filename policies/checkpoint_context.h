@@ -40,7 +40,8 @@ struct CheckpointContext {
 // The file's name inside a checkpoint folder.
 inline constexpr char kCheckpointContextFile[] = "context.json";
 
-// Writes DIR/context.json (DIR exists).
+// Writes DIR/context.json (DIR exists); a context without an image size
+// (options built without a config, as in tests) records nothing.
 absl::Status WriteCheckpointContext(const std::string& dir,
                                     const CheckpointContext& context);
 // DIR/context.json, or nullopt when DIR has none; a malformed one is an

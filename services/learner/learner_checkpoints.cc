@@ -108,9 +108,7 @@ absl::Status LearnerCheckpoints::Write() {
   }
   if (s.ok() && rank0()) {
     s = core_->policy().Save(dir, options_.tokenizer, v);
-    if (s.ok() && options_.context.image_width > 0) {
-      s = WriteCheckpointContext(dir, options_.context);
-    }
+    if (s.ok()) s = WriteCheckpointContext(dir, options_.context);
   }
   if (s.ok() || group) {
     // Every rank takes part (the ranks agree inside); a failed collective

@@ -43,8 +43,7 @@ struct CheckpointOptions {
   double every_s = 120;        // 0: not by time
   int keep = 3;                // newest complete ones kept (0: all)
   TextTokenizer tokenizer;     // written with the weights
-  // What the policy is trained for, written beside the weights (none when
-  // its image_width is 0).
+  // What the policy is trained for, written beside the weights.
   CheckpointContext context;
 };
 

@@ -42,7 +42,8 @@ void SampleIntake::Consume(TrainSegment* t) {
 
 void SampleIntake::Add(const std::vector<RolloutSegment*>& segments,
                        uint64_t version) {
-  std::vector<RolloutSegment*> fresh;
+  std::vector<RolloutSegment*>& fresh = fresh_;
+  fresh.clear();
   for (RolloutSegment* s : segments) {
     const uint64_t oldest = s->min_version();
     // Tagged with a version a killed learner published and lost.

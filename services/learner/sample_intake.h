@@ -127,7 +127,8 @@ class SampleIntake {
   int64_t ready_unit_count_ = 0;
   bool adv_moments_set_ = false;
   double adv_mean_ = 0, adv_var_ = 1;
-  // Reused by AddPpo.
+  // Reused by Add and AddPpo (nothing allocated per call once warm).
+  std::vector<RolloutSegment*> fresh_;
   std::vector<TrainSegment*> added_;
   std::vector<SampleRef> boot_;
   std::vector<float> boot_values_;

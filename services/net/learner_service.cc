@@ -55,9 +55,11 @@ struct LearnerService::Impl final : public v1::Learner::CallbackService {
                                            v1::RunSettings* out) override {
     return AnswerNow(ctx, net, [&] {
       *out = settings;
-      out->set_policy_version(version_source ? version_source()
-                                             : weights->version());
+      out->set_policy_version(LearnerVersion());
     });
+  }
+  uint64_t LearnerVersion() const {
+    return version_source ? version_source() : weights->version();
   }
 
   const NetOptions net;
@@ -76,7 +78,8 @@ LearnerService::LearnerService(const LearnerServiceOptions& options,
                                WeightChannel<Policy>* weights,
                                MetricsRegistry* metrics)
     : impl_(std::make_unique<Impl>(options, net, weights, metrics)) {
-  impl_->segments.SetVersionSource([weights] { return weights->version(); });
+  Impl* m = impl_.get();
+  m->segments.SetVersionSource([m] { return m->LearnerVersion(); });
 }
 
 LearnerService::~LearnerService() { Close(); }
@@ -91,8 +94,7 @@ void LearnerService::SetStatusSource(
 }
 
 void LearnerService::SetVersionSource(std::function<uint64_t()> version) {
-  impl_->version_source = version;
-  impl_->segments.SetVersionSource(std::move(version));
+  impl_->version_source = std::move(version);
 }
 
 void LearnerService::SetRunSettings(const v1::RunSettings& settings) {

@@ -33,36 +33,20 @@ std::vector<std::string> TaskItems(const std::string& list,
   return items;
 }
 
-struct Fitter {
-  const std::string& dir;
-  Config* c;
-  std::vector<std::string> adopted;
-
-  // The checkpoint's `recorded` for `key` (`*value` now): taken when the
-  // config did not give the key, else it must agree.
-  absl::Status Fit(const char* key, int64_t recorded, int64_t* value,
-                   const char* what) {
-    if (*value == recorded) return absl::OkStatus();
-    if (c->given.count(key) == 0) {
-      *value = recorded;
-      adopted.push_back(absl::StrCat(key, "=", recorded));
-      return absl::OkStatus();
-    }
-    return ConfigError{
-        c->origin, key, absl::StrCat(*value),
-        absl::StrCat(recorded, ", the ", what, " checkpoint ", dir,
-                     " was trained with (its ", kCheckpointContextFile,
-                     "); leave the key out to take it")}
-        .ToStatus();
-  }
-};
+// What a checkpoint of config `c` records, given its executed steps and
+// its tasks key.
+CheckpointContext ContextOf(const Config& c, int64_t execute_steps,
+                            const std::string& tasks, const char* tasks_key) {
+  return {c.env.image_width, c.env.image_height, PolicyCameras(),
+          c.policy.chunk,    execute_steps,      TaskItems(tasks, tasks_key)};
+}
 
 }  // namespace
 
 std::vector<std::string> PolicyCameras() { return {"agentview", "wrist"}; }
 
 absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
-                                   Config* c, bool tasks_given) {
+                                   Config* c) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) {
     return absl::OkStatus();  // loading the checkpoint says what is wrong
@@ -85,16 +69,34 @@ absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
                                     ", the cameras this build's envs render")}
         .ToStatus();
   }
-  Fitter f{dir, c, {}};
-  for (absl::Status s :
-       {f.Fit("env.image_width", ck.image_width, &c->env.image_width,
-              "image width"),
-        f.Fit("env.image_height", ck.image_height, &c->env.image_height,
-              "image height"),
-        f.Fit("policy.chunk", ck.chunk, &c->policy.chunk, "action chunk"),
-        f.Fit("rl.execute_steps", ck.execute_steps, &c->rl.execute_steps,
-              "executed chunk steps per decision")}) {
-    if (!s.ok()) return s;
+  // The checkpoint's value takes the place of a key the config did not
+  // give; a given one must agree.
+  const struct {
+    const char* key;
+    int64_t recorded;
+    int64_t* value;
+    const char* what;
+  } fits[] = {
+      {"env.image_width", ck.image_width, &c->env.image_width, "image width"},
+      {"env.image_height", ck.image_height, &c->env.image_height,
+       "image height"},
+      {"policy.chunk", ck.chunk, &c->policy.chunk, "action chunk"},
+      {"rl.execute_steps", ck.execute_steps, &c->rl.execute_steps,
+       "executed chunk steps per decision"},
+  };
+  std::vector<std::string> adopted;
+  for (const auto& f : fits) {
+    if (*f.value == f.recorded) continue;
+    if (c->given.count(f.key) > 0) {
+      return ConfigError{
+          c->origin, f.key, absl::StrCat(*f.value),
+          absl::StrCat(f.recorded, ", the ", f.what, " checkpoint ", dir,
+                       " was trained with (its ", kCheckpointContextFile,
+                       "); leave the key out to take it")}
+          .ToStatus();
+    }
+    *f.value = f.recorded;
+    adopted.push_back(absl::StrCat(f.key, "=", f.recorded));
   }
   const char* tasks_key =
       use == CheckpointUse::kEval ? "sft.tasks" : "env.tasks";
@@ -102,31 +104,27 @@ absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
       use == CheckpointUse::kEval ? c->sft.tasks : c->env.tasks;
   const std::string recorded = absl::StrJoin(ck.tasks, ",");
   if (!ck.tasks.empty() && TaskItems(tasks, tasks_key) != ck.tasks) {
-    if (tasks_given || c->given.count(tasks_key) > 0) {
+    if (c->given.count(tasks_key) > 0) {
       spdlog::info("{}: the tasks given, not the checkpoint's ({})", dir,
                    recorded);
     } else {
       tasks = recorded;
-      f.adopted.push_back(absl::StrCat(tasks_key, "=", recorded));
+      adopted.push_back(absl::StrCat(tasks_key, "=", recorded));
     }
   }
-  if (!f.adopted.empty()) {
+  if (!adopted.empty()) {
     spdlog::info("{}: as the checkpoint records: {}", dir,
-                 absl::StrJoin(f.adopted, " "));
+                 absl::StrJoin(adopted, " "));
   }
   return absl::OkStatus();
 }
 
 CheckpointContext SftCheckpointContext(const Config& c) {
-  return {c.env.image_width,   c.env.image_height,
-          PolicyCameras(),     c.policy.chunk,
-          c.sft.execute_steps, TaskItems(c.sft.tasks, "sft.tasks")};
+  return ContextOf(c, c.sft.execute_steps, c.sft.tasks, "sft.tasks");
 }
 
 CheckpointContext RlCheckpointContext(const Config& c) {
-  return {c.env.image_width,  c.env.image_height,
-          PolicyCameras(),    c.policy.chunk,
-          c.rl.execute_steps, TaskItems(c.env.tasks, "env.tasks")};
+  return ContextOf(c, c.rl.execute_steps, c.env.tasks, "env.tasks");
 }
 
 }  // namespace rlvla3

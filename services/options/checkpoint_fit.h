@@ -42,10 +42,10 @@ enum class CheckpointUse {
 std::vector<std::string> PolicyCameras();
 
 // Fits `*c` to the checkpoint folder `dir`'s context.json (nothing to do
-// for a checkpoint without one). `tasks_given`: the tasks were named some
-// other way (eval --task).
+// for a checkpoint without one). A key counts as given when it is in
+// c->given (a flag that sets one, like eval's --task, adds it there).
 absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
-                                   Config* c, bool tasks_given = false);
+                                   Config* c);
 
 // What a checkpoint written by SFT (sft.*) or by RL (env.*, rl.*) of
 // config `c` records.

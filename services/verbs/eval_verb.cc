@@ -45,9 +45,11 @@ std::optional<Config> ConfigForCheckpoint(const VerbArgs& f, const Config& c,
                                           const PolicyCheckpoint& ck) {
   Config cfg = c;
   const std::vector<std::string> tasks = f.All("--task");
-  if (!tasks.empty()) cfg.sft.tasks = absl::StrJoin(tasks, ",");
-  if (absl::Status s = FitConfigToCheckpoint(path, CheckpointUse::kEval, &cfg,
-                                             !tasks.empty());
+  if (!tasks.empty()) {
+    cfg.sft.tasks = absl::StrJoin(tasks, ",");
+    cfg.given.insert("sft.tasks");
+  }
+  if (absl::Status s = FitConfigToCheckpoint(path, CheckpointUse::kEval, &cfg);
       !s.ok()) {
     std::fprintf(stderr, "rl-vla3: %s: %s\n",
                  IsConfigError(s) ? "config error" : "eval",

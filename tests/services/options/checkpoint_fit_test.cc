@@ -96,9 +96,9 @@ TEST(CheckpointFit, GivenTasksStand) {
   ASSERT_TRUE(FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &c).ok());
   EXPECT_EQ(c.env.tasks, "put_red_cube_in_basket");
   Config eval = Load({});
-  ASSERT_TRUE(FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &eval,
-                                    /*tasks_given=*/true)
-                  .ok());
+  eval.given.insert("sft.tasks");  // as eval's --task does
+  ASSERT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &eval).ok());
   EXPECT_EQ(eval.sft.tasks, "all");
 }
 
