@@ -9,6 +9,20 @@ find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 
+# prometheus-cpp (core: the metric families and their text format; the HTTP
+# side is our own, see runtime/prometheus_endpoint.cc) is optional: a build
+# without it (the GPU machine's package set) answers metrics.prometheus_port
+# with an error. Only runtime/prometheus_endpoint.cc sees it.
+find_package(prometheus-cpp CONFIG QUIET)
+add_library(rlvla3_prometheus INTERFACE)
+add_library(rlvla3::prometheus ALIAS rlvla3_prometheus)
+if(prometheus-cpp_FOUND)
+  target_link_libraries(rlvla3_prometheus INTERFACE prometheus-cpp::core)
+  target_compile_definitions(rlvla3_prometheus INTERFACE RLVLA3_HAVE_PROMETHEUS=1)
+else()
+  message(STATUS "prometheus-cpp not found: no /metrics endpoint in this build")
+endif()
+
 # moodycamel::ConcurrentQueue is header-only (libconcurrentqueue-dev).
 find_path(CONCURRENTQUEUE_INCLUDE_DIR concurrentqueue/concurrentqueue.h REQUIRED)
 add_library(rlvla3_concurrentqueue INTERFACE)

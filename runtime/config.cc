@@ -54,6 +54,8 @@ void DescribeRun(Config* c, ConfigSchema* s) {
             "async pipeline or lock-step baseline");
   s->Choice("run.log_level", &c->run.log_level,
             {"trace", "debug", "info", "warn", "error"}, "log verbosity");
+  s->Choice("run.log_format", &c->run.log_format, {"text", "json"},
+            "log lines as text or as one JSON object each");
 }
 
 void DescribeCluster(Config* c, ConfigSchema* s) {
@@ -67,6 +69,16 @@ void DescribeCluster(Config* c, ConfigSchema* s) {
          "learner port; inference i at +1+i, rollout w at +1+servers+w");
   s->String("cluster.token_file", &c->cluster.token_file,
             "file holding the shared token (else env RLVLA3_TOKEN)");
+  s->String("cluster.tls_cert", &c->cluster.tls_cert,
+            "PEM certificate every role serves and calls with (TLS on)");
+  s->String("cluster.tls_key", &c->cluster.tls_key,
+            "PEM private key of cluster.tls_cert");
+  s->String("cluster.tls_ca", &c->cluster.tls_ca,
+            "PEM CA that signs every role's certificate (mutual TLS)");
+  s->String("cluster.tls_server_name", &c->cluster.tls_server_name,
+            "name to check in servers' certificates (empty: the host)");
+  s->Bool("cluster.allow_plaintext_token", &c->cluster.allow_plaintext_token,
+          "send the token over plaintext off loopback");
   s->Real("cluster.heartbeat_s", &c->cluster.heartbeat_s,
           {0.05, false, 60, false}, "seconds between status polls");
   s->Real("cluster.role_timeout_s", &c->cluster.role_timeout_s,
@@ -157,6 +169,10 @@ void DescribeMetrics(Config* c, ConfigSchema* s) {
             "live progress line: auto picks tty or plain");
   s->Bool("metrics.jsonl", &c->metrics.jsonl, "write metrics.jsonl");
   s->Bool("metrics.csv", &c->metrics.csv, "write metrics.csv");
+  s->Int("metrics.prometheus_port", &c->metrics.prometheus_port, {0, 65535},
+         "serve /metrics for Prometheus on this port (0: off)");
+  s->String("metrics.prometheus_host", &c->metrics.prometheus_host,
+            "address the /metrics endpoint binds");
 }
 
 void DescribePolicy(Config* c, ConfigSchema* s) {

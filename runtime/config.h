@@ -27,11 +27,12 @@
 namespace rlvla3 {
 
 struct RunConfig {
-  std::string name = "run";        // run folder name under out_dir
-  std::string out_dir = "runs";    // parent of run folders
-  int64_t seed = 0;                // env i is seeded with seed + i
-  std::string mode = "async";      // async | sync
-  std::string log_level = "info";  // spdlog level
+  std::string name = "run";         // run folder name under out_dir
+  std::string out_dir = "runs";     // parent of run folders
+  int64_t seed = 0;                 // env i is seeded with seed + i
+  std::string mode = "async";       // async | sync
+  std::string log_level = "info";   // spdlog level
+  std::string log_format = "text";  // text | json (one object per line)
 };
 
 // Threads are a budget on a shared CPU: every pool size is set here.
@@ -75,6 +76,10 @@ struct MetricsConfig {
   std::string progress = "auto";  // auto | tty | plain | off
   bool jsonl = true;              // write metrics.jsonl into the run folder
   bool csv = false;               // write metrics.csv into the run folder
+  // Prometheus text exposition at http://HOST:PORT/metrics (0: off); under
+  // `up --local` role k of the layout serves at prometheus_port + k.
+  int64_t prometheus_port = 0;
+  std::string prometheus_host = "127.0.0.1";
 };
 
 // The built-in self-check: synthetic envs -> request queue -> dynamic batcher
@@ -224,8 +229,18 @@ struct ClusterConfig {
   std::string host = "127.0.0.1";  // where `up --local` binds every role
   int64_t base_port = 50051;    // learner; inference i: +1+i; rollout w: +1+N+w
   std::string token_file = "";  // shared token (else env RLVLA3_TOKEN; none)
-  double heartbeat_s = 1;       // status polls by `up` and the roles
-  double role_timeout_s = 10;   // a role silent this long is reported down
+  // TLS between roles (all three files, or none: plaintext). Every role
+  // serves with tls_cert/tls_key and requires its callers' certificates to be
+  // signed by tls_ca (mutual TLS); it calls others with the same pair.
+  std::string tls_cert = "";
+  std::string tls_key = "";
+  std::string tls_ca = "";
+  std::string tls_server_name = "";  // name checked in servers' certificates
+  // The token over plaintext to or from a non-loopback address is refused
+  // unless this is true.
+  bool allow_plaintext_token = false;
+  double heartbeat_s = 1;      // status polls by `up` and the roles
+  double role_timeout_s = 10;  // a role silent this long is reported down
   // Data-parallel learner ranks (`up --local` starts this many; on a cluster
   // WORLD_SIZE says). Rank 0 at base_port, rank r at +N+M+r, the group's
   // rendezvous (TCPStore) at +N+M+ranks (N inference, M rollout).

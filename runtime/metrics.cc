@@ -180,4 +180,23 @@ MetricsSnapshot MetricsRegistry::Snapshot() {
   return s;
 }
 
+MetricsReading MetricsRegistry::Read() {
+  std::lock_guard<std::mutex> lock(mu_);
+  MetricsReading r;
+  r.elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  for (const auto& [name, c] : counters_)
+    r.counters.emplace_back(name, c->value());
+  for (const auto& [name, g] : gauges_) r.gauges.emplace_back(name, g->value());
+  for (const auto& [name, h] : histograms_) {
+    r.histograms.emplace_back(name, h->Snapshot());
+  }
+  for (const auto& [name, st] : stages_) {
+    r.stages.push_back({name, static_cast<double>(st->busy_ns()) * 1e-9,
+                        static_cast<double>(st->idle_ns()) * 1e-9});
+  }
+  return r;
+}
+
 }  // namespace rlvla3

@@ -150,6 +150,21 @@ struct MetricsSnapshot {
   double Get(const std::string& name, double fallback = 0.0) const;
 };
 
+// Every metric's raw state at one instant, in name order within each kind:
+// what an exporter reads (Snapshot's rates and quantiles are derived).
+struct MetricsReading {
+  struct Stage {
+    std::string name;
+    double busy_s = 0.0;
+    double idle_s = 0.0;
+  };
+  double elapsed_s = 0.0;
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  std::vector<std::pair<std::string, double>> gauges;
+  std::vector<std::pair<std::string, HistogramSnapshot>> histograms;
+  std::vector<Stage> stages;
+};
+
 // Owns named metrics; references it hands out stay valid for its lifetime.
 class MetricsRegistry {
  public:
@@ -169,6 +184,9 @@ class MetricsRegistry {
   // histograms as `name.count/.mean/.p50/.p99/.max`, stages as
   // `name.busy_pct` and `name.busy_s`.
   MetricsSnapshot Snapshot();
+  // The raw state, without touching Snapshot's rate baseline (a scrape may
+  // come at any time from another thread).
+  MetricsReading Read();
 
  private:
   std::mutex mu_;

@@ -1,4 +1,4 @@
-// Output files whose failures are reported, never lost: a full disk or a
+// Files whose failures are reported, never lost: a full disk or a
 // missing folder becomes an absl::Status naming the file and the reason.
 //
 //   if (absl::Status s = WriteTextFile(dir + "/bench.json", json); !s.ok())
@@ -13,11 +13,15 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace rlvla3 {
 
 // OK, or `path` and errno's reason when a write to `out` has failed.
 absl::Status StreamStatus(const std::ostream& out, const std::string& path);
+
+// The whole file at `path`; NOT_FOUND naming it and errno's reason.
+absl::StatusOr<std::string> ReadTextFile(const std::string& path);
 
 // Writes `text` to `path`, replacing it, and flushes it.
 absl::Status WriteTextFile(const std::string& path, const std::string& text);

@@ -23,6 +23,8 @@ PACKAGES=(
   libpng-dev
   # runtime core
   libconcurrentqueue-dev libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
+  # each role's /metrics endpoint (metrics.prometheus_port); TLS test certificates
+  prometheus-cpp-dev openssl
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # tooling used by tests (TorchScript export, report rendering check)

@@ -114,6 +114,9 @@ def with_token(cluster, work):
     with open(token, "w") as f:
         f.write(secrets.token_hex(16))
     spec["token_file"] = token
+    # One host's podman network: the token may cross it in plaintext (TLS
+    # would need the tls Secret mounted as well; not done here).
+    spec["allow_plaintext_token"] = True
     out = os.path.join(work, "cluster.yaml")
     with open(out, "w") as f:
         yaml.safe_dump(spec, f)

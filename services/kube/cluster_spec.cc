@@ -130,6 +130,17 @@ class Parser {
     *out = v.Scalar();
   }
 
+  void Bool(const YAML::Node& map, const std::string& prefix, const char* key,
+            bool* out) {
+    const YAML::Node v = map[key];
+    if (!status_.ok() || !v.IsDefined()) return;
+    if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false")) {
+      Fail(Join(prefix, key), Text(v), "true or false");
+      return;
+    }
+    *out = v.Scalar() == "true";
+  }
+
   // A list of run-config overrides, each "key=value" (checked against the
   // run config's schema by CheckRunConfig).
   void Overrides(const YAML::Node& map, const std::string& prefix,
@@ -197,11 +208,27 @@ void ParseStorage(Parser& p, const YAML::Node& root, StorageSpec* s) {
         "ReadWriteOnce or ReadWriteMany", &s->access_mode);
 }
 
+void ParseTls(Parser& p, const YAML::Node& root, TlsSpec* t) {
+  const YAML::Node node = root["tls"];
+  if (!node.IsDefined()) return;
+  if (!p.Map(node, "tls", {"cert", "key", "ca", "server_name"})) return;
+  p.Str(node, "tls", "cert", true, AnyString, "the roles' PEM certificate",
+        &t->cert);
+  p.Str(node, "tls", "key", true, AnyString, "its PEM private key", &t->key);
+  p.Str(node, "tls", "ca", true, AnyString, "the PEM CA that signed it",
+        &t->ca);
+  p.Str(node, "tls", "server_name", false, AnyString,
+        "the name the roles check in each other's certificate",
+        &t->server_name);
+}
+
 void ParsePorts(Parser& p, const YAML::Node& root, ClusterSpec* c) {
   const YAML::Node node = root["ports"];
   if (!node.IsDefined()) return;
-  if (!p.Map(node, "ports", {"learner", "inference", "rollout", "rendezvous"}))
+  if (!p.Map(node, "ports",
+             {"learner", "inference", "rollout", "rendezvous", "metrics"}))
     return;
+  p.Int(node, "ports", "metrics", 0, 65535, &c->metrics_port);
   p.Int(node, "ports", "learner", 1, 65535, &c->learner.port);
   p.Int(node, "ports", "inference", 1, 65535, &c->inference.port);
   p.Int(node, "ports", "rollout", 1, 65535, &c->rollout.port);
@@ -292,8 +319,9 @@ absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
   c.path = path;
   Parser p(path);
   if (!p.Map(root, "",
-             {"name", "namespace", "image", "config", "token_file", "set",
-              "learner", "inference", "rollout", "storage", "ports"})) {
+             {"name", "namespace", "image", "config", "token_file", "tls",
+              "allow_plaintext_token", "set", "learner", "inference", "rollout",
+              "storage", "ports"})) {
     return p.status();
   }
   p.Str(root, "", "name", true, NameOk,
@@ -309,6 +337,8 @@ absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
         &c.config);
   p.Str(root, "", "token_file", false, AnyString, "the token file's path",
         &c.token_file);
+  ParseTls(p, root, &c.tls);
+  p.Bool(root, "", "allow_plaintext_token", &c.allow_plaintext_token);
   p.Overrides(root, "", &c.overrides);
   ParseRole(p, root, "learner", 64, &c.learner);
   ParseRole(p, root, "inference", 64, &c.inference);
@@ -317,6 +347,14 @@ absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
   ParsePorts(p, root, &c);
   ResolveFile(p, c, "config", c.config, check_files, &c.config_path);
   ResolveFile(p, c, "token_file", c.token_file, check_files, &c.token_path);
+  ResolveFile(p, c, "tls.cert", c.tls.cert, check_files, &c.tls.cert_path);
+  ResolveFile(p, c, "tls.key", c.tls.key, check_files, &c.tls.key_path);
+  ResolveFile(p, c, "tls.ca", c.tls.ca, check_files, &c.tls.ca_path);
+  if (!c.token_file.empty() && c.tls.cert.empty() && !c.allow_plaintext_token) {
+    p.Fail("token_file", c.token_file,
+           "a token with tls: {cert, key, ca} (the pods talk across the "
+           "cluster network), or allow_plaintext_token: true");
+  }
   if (!p.status().ok()) return p.status();
   if (c.storage.access_mode.empty()) {
     c.storage.access_mode =
@@ -349,6 +387,17 @@ absl::StatusOr<std::string> ReadToken(const ClusterSpec& spec) {
         .ToStatus();
   }
   return t;
+}
+
+absl::StatusOr<std::vector<std::string>> ReadTlsFiles(const ClusterSpec& spec) {
+  std::vector<std::string> out;
+  for (const std::string* path :
+       {&spec.tls.cert_path, &spec.tls.key_path, &spec.tls.ca_path}) {
+    absl::StatusOr<std::string> text = ReadText(*path, "TLS file");
+    if (!text.ok()) return text.status();
+    out.push_back(*std::move(text));
+  }
+  return out;
 }
 
 absl::Status CheckRunConfig(const ClusterSpec& spec) {

@@ -11,6 +11,9 @@
 //   image: registry/rl-vla3:0.1.0   # required
 //   config: ../configs/libero_demo.yaml   # run config, relative to this file
 //   token_file: token.txt           # optional shared token (a Secret)
+//   tls: {cert: tls.crt, key: tls.key, ca: ca.crt,   # mutual TLS between
+//         server_name: rl-vla3}     # the roles (a Secret); required with a
+//   allow_plaintext_token: false    # token unless this is true
 //   set: [rl.ppo_epochs=2]          # run-config overrides for every role
 //   learner:   {replicas: 2, gpus: 1, cpu: "8", memory: 32Gi,
 //               set: [learner.device=cuda, learner.precision=bf16]}
@@ -18,7 +21,7 @@
 //   rollout:   {replicas: 4, gpus: 0}    # gpus > 0: EGL on the GPU
 //   storage:   {class: standard, size: 20Gi, access_mode: ReadWriteMany}
 //   ports:     {learner: 50051, inference: 50052, rollout: 50053,
-//               rendezvous: 29500}
+//               rendezvous: 29500, metrics: 9464}   # metrics 0: no /metrics
 //
 // Example:
 //   absl::StatusOr<ClusterSpec> spec = LoadClusterSpec("deploy/cluster.yaml");
@@ -49,6 +52,14 @@ struct RoleSpec {
   std::vector<std::string> overrides;
 };
 
+// The roles' certificate, its key and the CA (files, as written and
+// resolved); empty cert: no TLS.
+struct TlsSpec {
+  std::string cert, key, ca;
+  std::string cert_path, key_path, ca_path;
+  std::string server_name;  // cluster.tls_server_name ("": each host)
+};
+
 // The learner's checkpoint volume (a PersistentVolumeClaim).
 struct StorageSpec {
   std::string storage_class;  // "": the cluster's default class
@@ -66,10 +77,13 @@ struct ClusterSpec {
   std::string config_path;  // ... resolved against CLUSTER.yaml's folder
   std::string token_file;   // token file as written ("": no token)
   std::string token_path;   // ... resolved
+  TlsSpec tls;
+  bool allow_plaintext_token = false;
   RoleSpec learner{1, 1, "", "", 50051, {}};
   RoleSpec inference{1, 1, "", "", 50052, {}};
   RoleSpec rollout{1, 0, "", "", 50053, {}};
   int64_t rendezvous_port = 29500;  // learner ranks' c10d rendezvous
+  int64_t metrics_port = 9464;      // every pod's /metrics (0: none)
   StorageSpec storage;
   // Run-config overrides ("key=value") for every role's pods (`set:`).
   std::vector<std::string> overrides;
@@ -93,6 +107,10 @@ absl::StatusOr<std::string> ReadRunConfig(const ClusterSpec& spec);
 // The shared token (trailing whitespace dropped, as the roles read it);
 // errors name the file, never the token.
 absl::StatusOr<std::string> ReadToken(const ClusterSpec& spec);
+
+// The text of tls.cert, tls.key and tls.ca, in that order; errors name the
+// file.
+absl::StatusOr<std::vector<std::string>> ReadTlsFiles(const ClusterSpec& spec);
 
 // Loads the run config as each role's pods will (with
 // cluster.rollout_workers = rollout.replicas and the overrides) and checks

@@ -145,6 +145,24 @@ int Usage(const std::string& verb, const std::string& bad) {
   return kExitUsage;
 }
 
+// The token's and the TLS files' contents, for the Secrets `up` applies.
+absl::StatusOr<SecretValues> ReadSecrets(const ClusterSpec& spec) {
+  SecretValues v;
+  if (!spec.token_file.empty()) {
+    absl::StatusOr<std::string> t = ReadToken(spec);
+    if (!t.ok()) return t.status();
+    v.token = *std::move(t);
+  }
+  if (!spec.tls.cert.empty()) {
+    absl::StatusOr<std::vector<std::string>> tls = ReadTlsFiles(spec);
+    if (!tls.ok()) return tls.status();
+    v.tls_cert = (*tls)[0];
+    v.tls_key = (*tls)[1];
+    v.tls_ca = (*tls)[2];
+  }
+  return v;
+}
+
 }  // namespace
 
 int RunKubeUp(const std::string& path, const KubeUpOptions& o) {
@@ -155,21 +173,17 @@ int RunKubeUp(const std::string& path, const KubeUpOptions& o) {
   if (!config.ok()) return Report("up", config.status());
   if (o.dry_run) {
     std::fputs(
-        JoinManifests(RenderManifests(*spec, *config, std::nullopt)).c_str(),
+        JoinManifests(RenderManifests(*spec, *config, SecretValues{})).c_str(),
         stdout);
     return kExitOk;
   }
   absl::StatusOr<Kubectl> k = Connect();
   if (!k.ok()) return Report("up", k.status());
-  std::string token;
-  if (!spec->token_file.empty()) {
-    absl::StatusOr<std::string> t = ReadToken(*spec);
-    if (!t.ok()) return Report("up", t.status());
-    token = *std::move(t);
-  }
-  const std::string manifests = JoinManifests(RenderManifests(
-      *spec, *config,
-      spec->token_file.empty() ? std::nullopt : std::optional(token)));
+  absl::StatusOr<SecretValues> secrets = ReadSecrets(*spec);
+  if (!secrets.ok()) return Report("up", secrets.status());
+  const std::string token = secrets->token.value_or("");
+  const std::string manifests =
+      JoinManifests(RenderManifests(*spec, *config, *secrets));
   std::printf("up: applying job %s to namespace %s\n", spec->name.c_str(),
               spec->ns.c_str());
   absl::StatusOr<std::string> out = k->Apply(manifests, token);
@@ -184,7 +198,7 @@ int RunKubeDown(const std::string& path, const KubeDownOptions& o) {
   absl::StatusOr<Kubectl> k = Connect();
   if (!k.ok()) return Report("down", k.status());
   std::vector<Manifest> keep, remove;
-  for (Manifest& m : RenderManifests(*spec, "", std::nullopt)) {
+  for (Manifest& m : RenderManifests(*spec, "", SecretValues{})) {
     const bool kept = m.kind == "Namespace" ||
                       (m.kind == "PersistentVolumeClaim" && !o.delete_data);
     (kept ? keep : remove).push_back(std::move(m));

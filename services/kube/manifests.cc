@@ -64,6 +64,15 @@ Manifest RenderConfigMap(const ClusterSpec& spec, const std::string& text) {
                              kConfigDir, "/run.yaml in every pod."));
 }
 
+// One "KEY: value" of a Secret's stringData; a placeholder without a value.
+void SecretEntry(YAML::Emitter& e, const char* key,
+                 const std::optional<std::string>& value,
+                 const std::string& file) {
+  Key(e, key);
+  e << YAML::DoubleQuoted
+    << (value ? *value : absl::StrCat("<redacted: from ", file, ">"));
+}
+
 Manifest RenderSecret(const ClusterSpec& spec,
                       const std::optional<std::string>& token) {
   YAML::Emitter e;
@@ -72,14 +81,29 @@ Manifest RenderSecret(const ClusterSpec& spec,
   Str(e, "type", "Opaque");
   Key(e, "stringData");
   e << YAML::BeginMap;
-  Key(e, "token");
-  e << YAML::DoubleQuoted
-    << (token ? *token
-              : absl::StrCat("<redacted: from ", spec.token_file, ">"));
+  SecretEntry(e, "token", token, spec.token_file);
   e << YAML::EndMap;
   return Finish(e, "Secret", name,
                 absl::StrCat("The shared token every role checks (", kTokenDir,
                              "/token in every pod)."));
+}
+
+Manifest RenderTlsSecret(const ClusterSpec& spec, const SecretValues& v) {
+  YAML::Emitter e;
+  const std::string name = ObjectName(spec, "tls");
+  BeginObject(e, spec, "v1", "Secret", name, "tls");
+  Str(e, "type", "Opaque");
+  Key(e, "stringData");
+  e << YAML::BeginMap;
+  SecretEntry(e, "tls.crt", v.tls_cert, spec.tls.cert);
+  SecretEntry(e, "tls.key", v.tls_key, spec.tls.key);
+  SecretEntry(e, "ca.crt", v.tls_ca, spec.tls.ca);
+  e << YAML::EndMap;
+  return Finish(
+      e, "Secret", name,
+      absl::StrCat("Mutual TLS between the roles: every pod serves "
+                   "and calls with tls.crt (",
+                   kTlsDir, ") and accepts only peers signed by ca.crt."));
 }
 
 Manifest RenderStorage(const ClusterSpec& spec) {
@@ -131,11 +155,25 @@ Manifest RenderNetworkPolicy(const ClusterSpec& spec) {
   e << YAML::BeginSeq << YAML::BeginMap;
   Key(e, "podSelector");
   InstanceSelector(e, spec);
-  e << YAML::EndMap << YAML::EndSeq;
   e << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+  if (spec.metrics_port != 0) {
+    // The cluster's Prometheus, wherever it runs, scrapes /metrics.
+    e << YAML::BeginMap;
+    Key(e, "ports");
+    e << YAML::BeginSeq << YAML::BeginMap;
+    Int(e, "port", spec.metrics_port);
+    Str(e, "protocol", "TCP");
+    e << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+  }
+  e << YAML::EndSeq << YAML::EndMap;
   return Finish(e, "NetworkPolicy", name,
-                "The job's pods accept connections from the job's own pods "
-                "only (every port).");
+                spec.metrics_port == 0
+                    ? "The job's pods accept connections from the job's own "
+                      "pods only (every port)."
+                    : absl::StrCat("The job's pods accept connections from "
+                                   "the job's own pods (every port), and "
+                                   "from anywhere on the metrics port ",
+                                   spec.metrics_port, "."));
 }
 
 // ---- the roles --------------------------------------------------------------
@@ -195,7 +233,35 @@ std::vector<std::string> ServeArgs(const ClusterSpec& spec,
         args.end(),
         {"--set", absl::StrCat("cluster.token_file=", kTokenDir, "/token")});
   }
+  if (!spec.tls.cert.empty()) {
+    args.insert(
+        args.end(),
+        {"--set", absl::StrCat("cluster.tls_cert=", kTlsDir, "/tls.crt"),
+         "--set", absl::StrCat("cluster.tls_key=", kTlsDir, "/tls.key"),
+         "--set", absl::StrCat("cluster.tls_ca=", kTlsDir, "/ca.crt")});
+    if (!spec.tls.server_name.empty()) {
+      args.insert(args.end(),
+                  {"--set", "cluster.tls_server_name=" + spec.tls.server_name});
+    }
+  }
+  if (spec.allow_plaintext_token) {
+    args.insert(args.end(), {"--set", "cluster.allow_plaintext_token=true"});
+  }
+  if (spec.metrics_port != 0) {
+    args.insert(args.end(),
+                {"--set", "metrics.prometheus_host=0.0.0.0", "--set",
+                 absl::StrCat("metrics.prometheus_port=", spec.metrics_port)});
+  }
   return args;
+}
+
+// The role's gRPC port (`port`), then `more`, then the metrics port.
+std::vector<Port> PortsOf(const ClusterSpec& spec, int64_t port,
+                          std::vector<Port> more = {}) {
+  std::vector<Port> out = {{"grpc", port}};
+  out.insert(out.end(), more.begin(), more.end());
+  if (spec.metrics_port != 0) out.push_back({"metrics", spec.metrics_port});
+  return out;
 }
 
 RolePod LearnerPod(const ClusterSpec& spec) {
@@ -211,8 +277,8 @@ RolePod LearnerPod(const ClusterSpec& spec) {
       {"MASTER_PORT", absl::StrCat(spec.rendezvous_port), ""},
       {"WORLD_SIZE", absl::StrCat(spec.learner.replicas), ""},
       {"RANK", "", kPodIndexField}};
-  pod.ports = {{"grpc", spec.learner.port},
-               {"rendezvous", spec.rendezvous_port}};
+  pod.ports =
+      PortsOf(spec, spec.learner.port, {{"rendezvous", spec.rendezvous_port}});
   pod.checkpoints = true;
   return pod;
 }
@@ -224,7 +290,7 @@ RolePod InferencePod(const ClusterSpec& spec) {
   pod.args = ServeArgs(spec, "inference", spec.inference,
                        {"--learner", absl::StrCat(LearnerHost(spec, 0), ":",
                                                   spec.learner.port)});
-  pod.ports = {{"grpc", spec.inference.port}};
+  pod.ports = PortsOf(spec, spec.inference.port);
   return pod;
 }
 
@@ -254,7 +320,7 @@ RolePod RolloutPod(const ClusterSpec& spec) {
     pod.env.push_back(
         {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility,graphics", ""});
   }
-  pod.ports = {{"grpc", spec.rollout.port}};
+  pod.ports = PortsOf(spec, spec.rollout.port);
   return pod;
 }
 
@@ -306,10 +372,13 @@ std::string InferenceHost(const ClusterSpec& spec, int64_t index) {
 
 std::vector<Manifest> RenderManifests(const ClusterSpec& spec,
                                       const std::string& run_config,
-                                      const std::optional<std::string>& token) {
+                                      const SecretValues& secrets) {
   std::vector<Manifest> out = {RenderNamespace(spec),
                                RenderConfigMap(spec, run_config)};
-  if (!spec.token_file.empty()) out.push_back(RenderSecret(spec, token));
+  if (!spec.token_file.empty()) {
+    out.push_back(RenderSecret(spec, secrets.token));
+  }
+  if (!spec.tls.cert.empty()) out.push_back(RenderTlsSecret(spec, secrets));
   out.push_back(RenderStorage(spec));
   out.push_back(RenderNetworkPolicy(spec));
   AppendRoles(spec, &out);

@@ -6,6 +6,7 @@
 //   Namespace NS                     (shared by the jobs in it)
 //   ConfigMap NAME-config            run.yaml = the run config's text
 //   Secret NAME-token                token (only with token_file)
+//   Secret NAME-tls                  tls.crt, tls.key, ca.crt (only with tls)
 //   PersistentVolumeClaim NAME-checkpoints   the learner's run.out_dir
 //   NetworkPolicy NAME-same-job      ingress only from the job's own pods
 //   Service + StatefulSet NAME-learner     headless; ranks 0..N-1
@@ -43,9 +44,16 @@ struct Manifest {
 // Every object of the job. `token`: the Secret's value; nullopt renders
 // "<redacted: from TOKEN_FILE>" instead (dry runs, `down`). No Secret without
 // spec.token_file.
+// What the Secrets hold; each nullopt renders "<redacted: from FILE>" (the
+// dry run, `down`).
+struct SecretValues {
+  std::optional<std::string> token;
+  std::optional<std::string> tls_cert, tls_key, tls_ca;
+};
+
 std::vector<Manifest> RenderManifests(const ClusterSpec& spec,
                                       const std::string& run_config,
-                                      const std::optional<std::string>& token);
+                                      const SecretValues& secrets);
 
 // One multi-document YAML stream: a header comment, then "---" before each.
 std::string JoinManifests(const std::vector<Manifest>& manifests);

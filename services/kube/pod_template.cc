@@ -55,9 +55,11 @@ void Resources(YAML::Emitter& e, const RoleSpec& r) {
   e << YAML::EndMap;
 }
 
-// grpc.health.v1 probes. The startup probe gives a role 5 minutes to come up
-// (LibTorch, the first policy) before liveness may restart it.
-void Probes(YAML::Emitter& e, int64_t port) {
+// grpc.health.v1 probes; with TLS a TCP connect (the kubelet's gRPC probe
+// speaks plaintext only, and the roles require a client certificate). The
+// startup probe gives a role 5 minutes to come up (LibTorch, the first
+// policy) before liveness may restart it.
+void Probes(YAML::Emitter& e, int64_t port, bool tls) {
   struct Probe {
     const char* key;
     int64_t delay_s, period_s, failures;
@@ -67,7 +69,7 @@ void Probes(YAML::Emitter& e, int64_t port) {
         Probe{"readinessProbe", 5, 5, 3}}) {
     Key(e, p.key);
     e << YAML::BeginMap;
-    Key(e, "grpc");
+    Key(e, tls ? "tcpSocket" : "grpc");
     e << YAML::BeginMap;
     Int(e, "port", port);
     e << YAML::EndMap;
@@ -102,12 +104,13 @@ void Container(YAML::Emitter& e, const ClusterSpec& spec, const RolePod& pod) {
   Ports(e, pod.ports, "containerPort");
   Env(e, pod.env);
   Resources(e, *pod.r);
-  Probes(e, pod.r->port);
+  Probes(e, pod.r->port, !spec.tls.cert.empty());
   Key(e, "volumeMounts");
   e << YAML::BeginSeq;
   Mount(e, "config", kConfigDir, true);
   if (pod.checkpoints) Mount(e, "checkpoints", kCheckpointDir, false);
   if (!spec.token_file.empty()) Mount(e, "token", kTokenDir, true);
+  if (!spec.tls.cert.empty()) Mount(e, "tls", kTlsDir, true);
   e << YAML::EndSeq << YAML::EndMap;
 }
 
@@ -137,6 +140,9 @@ void Volumes(YAML::Emitter& e, const ClusterSpec& spec, const RolePod& pod) {
   if (!spec.token_file.empty()) {
     // 0440: readable by the pod's user and group (fsGroup), nobody else.
     Volume(e, "token", "secret", "secretName", ObjectName(spec, "token"), 0440);
+  }
+  if (!spec.tls.cert.empty()) {
+    Volume(e, "tls", "secret", "secretName", ObjectName(spec, "tls"), 0440);
   }
   e << YAML::EndSeq;
 }
@@ -202,6 +208,16 @@ void PodTemplate(YAML::Emitter& e, const ClusterSpec& spec,
   e << YAML::BeginMap;
   Key(e, "labels");
   Labels(e, spec, pod.role);
+  if (spec.metrics_port != 0) {
+    // Prometheus' pod discovery (kubernetes_sd_configs, role: pod) keeps
+    // the pods annotated so.
+    Key(e, "annotations");
+    e << YAML::BeginMap;
+    Str(e, "prometheus.io/scrape", "true");
+    Str(e, "prometheus.io/port", absl::StrCat(spec.metrics_port));
+    Str(e, "prometheus.io/path", "/metrics");
+    e << YAML::EndMap;
+  }
   e << YAML::EndMap;
   Key(e, "spec");
   PodSpec(e, spec, pod);

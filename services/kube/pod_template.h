@@ -34,6 +34,7 @@ namespace rlvla3::kube {
 inline constexpr char kConfigDir[] = "/etc/rl-vla3";
 inline constexpr char kCheckpointDir[] = "/checkpoints";
 inline constexpr char kTokenDir[] = "/var/run/rl-vla3";
+inline constexpr char kTlsDir[] = "/etc/rl-vla3-tls";  // tls.crt tls.key ca.crt
 // The pods' user and group (deploy/Dockerfile creates it).
 inline constexpr int64_t kPodUid = 10001;
 

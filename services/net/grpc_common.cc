@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace rlvla3 {
@@ -29,6 +30,37 @@ bool SameToken(absl::string_view a, absl::string_view b) {
 
 int Ms(absl::Duration d) {
   return static_cast<int>(absl::ToInt64Milliseconds(d));
+}
+
+// The host of a gRPC address or target (HOST:PORT, [V6]:PORT, dns:///...,
+// ipv4:..., ipv6:...); "unix" for a Unix socket.
+std::string HostOf(absl::string_view a) {
+  if (absl::StartsWith(a, "unix:")) return "unix";
+  for (absl::string_view scheme : {"dns:///", "dns:", "ipv4:", "ipv6:"}) {
+    if (absl::ConsumePrefix(&a, scheme)) break;
+  }
+  const size_t colon = a.rfind(':');
+  absl::string_view host =
+      colon == absl::string_view::npos ? a : a.substr(0, colon);
+  absl::ConsumePrefix(&host, "[");
+  absl::ConsumeSuffix(&host, "]");
+  return std::string(host);
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "unix" || host == "localhost" || host == "::1" ||
+         absl::StartsWith(host, "127.");
+}
+
+// Mutual TLS with net.tls: callers must present a certificate the CA signed.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(
+    const NetOptions& net) {
+  if (!net.tls.has_value()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(
+      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = net.tls->ca;
+  ssl.pem_key_cert_pairs.push_back({net.tls->private_key, net.tls->cert_chain});
+  return grpc::SslServerCredentials(ssl);
 }
 
 }  // namespace
@@ -55,8 +87,22 @@ absl::StatusOr<std::string> ReadToken(const std::string& file,
   return std::string(v != nullptr ? absl::StripAsciiWhitespace(v) : "");
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
-                                           const NetOptions& net) {
+absl::Status CheckTokenTransport(const std::string& address,
+                                 const NetOptions& net) {
+  if (net.token.empty() || net.tls.has_value() || net.allow_plaintext_token ||
+      IsLoopback(HostOf(address))) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      address,
+      ": the shared token would cross the network in plaintext; set "
+      "cluster.tls_cert, cluster.tls_key and cluster.tls_ca (TLS), or "
+      "cluster.allow_plaintext_token: true on a network you trust"));
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& target, const NetOptions& net) {
+  if (absl::Status s = CheckTokenTransport(target, net); !s.ok()) return s;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(net.max_message_bytes));
   args.SetMaxSendMessageSize(static_cast<int>(net.max_message_bytes));
@@ -68,8 +114,18 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                   args);
+  if (!net.tls.has_value()) {
+    return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                     args);
+  }
+  if (!net.tls->server_name.empty()) {
+    args.SetSslTargetNameOverride(net.tls->server_name);
+  }
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = net.tls->ca;
+  ssl.pem_private_key = net.tls->private_key;
+  ssl.pem_cert_chain = net.tls->cert_chain;
+  return grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args);
 }
 
 void PrepareContext(grpc::ClientContext* ctx, const NetOptions& net,
@@ -112,7 +168,10 @@ grpc::Status CheckToken(const grpc::CallbackServerContext* ctx,
 
 absl::StatusOr<std::string> CheckHealth(const std::string& target,
                                         const NetOptions& net) {
-  auto stub = grpc::health::v1::Health::NewStub(MakeChannel(target, net));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(target, net);
+  if (!channel.ok()) return channel.status();
+  auto stub = grpc::health::v1::Health::NewStub(*channel);
   grpc::ClientContext ctx;
   PrepareContext(&ctx, net, net.call_timeout);
   grpc::health::v1::HealthCheckRequest req;
@@ -161,9 +220,10 @@ absl::StatusOr<std::unique_ptr<RoleServer>> RoleServer::Start(
   // idempotently, before each build.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (absl::Status s = CheckTokenTransport(listen, net); !s.ok()) return s;
   std::unique_ptr<RoleServer> r(new RoleServer);
   grpc::ServerBuilder b;
-  b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &r->port_);
+  b.AddListeningPort(listen, ServerCredentials(net), &r->port_);
   b.SetMaxReceiveMessageSize(static_cast<int>(net.max_message_bytes));
   b.SetMaxSendMessageSize(static_cast<int>(net.max_message_bytes));
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Ms(net.keepalive));

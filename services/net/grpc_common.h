@@ -9,6 +9,13 @@
 // on every call of rl-vla3's own services (health and reflection stay open,
 // as Kubernetes probes carry no token). It is never logged.
 //
+// TLS, when NetOptions::tls is set, is mutual: every server presents the
+// role's certificate and requires one signed by the CA from its callers;
+// every client presents the same pair and checks the server's against the
+// CA. Without TLS the token may cross only loopback unless
+// allow_plaintext_token says otherwise: servers refuse to listen, and
+// clients to connect, off loopback (CheckTokenTransport).
+//
 // Example:
 //   NetOptions net{.token = *ReadToken("", "RLVLA3_TOKEN")};
 //   auto server = RoleServer::Start("127.0.0.1:50051", net, {&service});
@@ -25,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,8 +42,18 @@
 
 namespace rlvla3 {
 
+// PEM contents (read once, at start), not paths.
+struct TlsCredentials {
+  std::string cert_chain;   // this role's certificate
+  std::string private_key;  // its key
+  std::string ca;           // signs every role's certificate
+  std::string server_name;  // checked in servers' certificates ("": host)
+};
+
 struct NetOptions {
   std::string token;                     // empty: calls are not checked
+  std::optional<TlsCredentials> tls;     // nullopt: plaintext
+  bool allow_plaintext_token = false;    // the token over plaintext off lo
   int64_t max_message_bytes = 64 << 20;  // both directions
   absl::Duration keepalive = absl::Seconds(10);
   absl::Duration keepalive_timeout = absl::Seconds(10);
@@ -48,10 +66,16 @@ struct NetOptions {
 absl::StatusOr<std::string> ReadToken(const std::string& file,
                                       const char* env_var);
 
-// An insecure channel (the cluster network is the boundary; the token
-// authenticates) with keepalive and the message size limit.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target,
-                                           const NetOptions& net);
+// FAILED_PRECONDITION when the token would cross `address` (HOST:PORT, a
+// listen address or a target) in plaintext off loopback and that is not
+// allowed; names cluster.tls_* and cluster.allow_plaintext_token.
+absl::Status CheckTokenTransport(const std::string& address,
+                                 const NetOptions& net);
+
+// A channel to `target` with keepalive and the message size limit: TLS
+// with net.tls, else insecure. Refused as CheckTokenTransport says.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(
+    const std::string& target, const NetOptions& net);
 // Adds the token and, unless infinite, a deadline `timeout` from now.
 void PrepareContext(grpc::ClientContext* ctx, const NetOptions& net,
                     absl::Duration timeout);

@@ -123,11 +123,11 @@ GrpcObservationChannel::Create(const ObservationClientOptions& options,
       new GrpcObservationChannel(options, net));
   std::lock_guard<std::mutex> lock(c->mu_);
   for (const std::string& t : options.targets) {
-    Target target;
+    auto channel = MakeChannel(t, net);  // refused: the token in plaintext
+    if (!channel.ok()) return channel.status();
+    Target& target = c->targets_.emplace_back();
     target.address = t;
-    target.channel = MakeChannel(t, net);
-    target.stub = v1::Inference::NewStub(target.channel);
-    c->targets_.push_back(std::move(target));
+    target.stub = v1::Inference::NewStub(target.channel = *channel);
   }
   c->envs_.resize(static_cast<size_t>(options.num_envs));
   c->parked_.assign(static_cast<size_t>(options.num_envs), 0);

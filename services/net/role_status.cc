@@ -32,7 +32,10 @@ absl::StatusOr<v1::RoleStatus> QueryRoleStatus(
 absl::StatusOr<v1::RoleStatus> QueryRoleStatus(Role role,
                                                const std::string& target,
                                                const NetOptions& net) {
-  return QueryRoleStatus(role, MakeChannel(target, net), target, net);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(target, net);
+  if (!channel.ok()) return channel.status();
+  return QueryRoleStatus(role, *channel, target, net);
 }
 
 }  // namespace rlvla3

@@ -64,7 +64,10 @@ grpc::ServerUnaryReactor* RosterService::ListRoles(
 
 absl::StatusOr<v1::RoleRoster> ListRoles(const std::string& target,
                                          const NetOptions& net) {
-  auto stub = v1::Roster::NewStub(MakeChannel(target, net));
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(target, net);
+  if (!channel.ok()) return channel.status();
+  auto stub = v1::Roster::NewStub(*channel);
   grpc::ClientContext ctx;
   PrepareContext(&ctx, net, net.call_timeout);
   v1::RoleRoster out;
@@ -73,14 +76,17 @@ absl::StatusOr<v1::RoleRoster> ListRoles(const std::string& target,
   return out;
 }
 
-std::unique_ptr<HeartbeatSender> HeartbeatSender::Start(
+absl::StatusOr<std::unique_ptr<HeartbeatSender>> HeartbeatSender::Start(
     const HeartbeatOptions& options, const NetOptions& net,
     std::function<void(v1::RoleStatus*)> fill) {
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(options.learner, net);
+  if (!channel.ok()) return channel.status();
   std::unique_ptr<HeartbeatSender> h(new HeartbeatSender);
   h->options_ = options;
   h->net_ = net;
   h->fill_ = std::move(fill);
-  h->stub_ = v1::Roster::NewStub(MakeChannel(options.learner, net));
+  h->stub_ = v1::Roster::NewStub(*channel);
   HeartbeatSender* self = h.get();
   h->thread_ = std::thread([self] { self->Run(); });
   return h;

@@ -70,8 +70,9 @@ struct HeartbeatOptions {
 
 class HeartbeatSender {
  public:
-  // Starts sending at once; `fill` describes the role at each beat.
-  static std::unique_ptr<HeartbeatSender> Start(
+  // Starts sending at once; `fill` describes the role at each beat. Refused
+  // as MakeChannel refuses the learner's address.
+  static absl::StatusOr<std::unique_ptr<HeartbeatSender>> Start(
       const HeartbeatOptions& options, const NetOptions& net,
       std::function<void(v1::RoleStatus*)> fill);
   ~HeartbeatSender();  // stops

@@ -170,7 +170,10 @@ absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> GrpcSegmentChannel::Create(
   c->options_ = options;
   c->net_ = net;
   for (const std::string& target : options.targets) {
-    c->channels_.push_back(MakeChannel(target, net));
+    absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+        MakeChannel(target, net);
+    if (!channel.ok()) return channel.status();
+    c->channels_.push_back(*std::move(channel));
     if (absl::Status s =
             WaitForConnected(c->channels_.back().get(), target, net);
         !s.ok()) {

@@ -166,7 +166,10 @@ absl::StatusOr<std::unique_ptr<WeightSubscriber>> WeightSubscriber::Start(
   impl->net = net;
   impl->callbacks = std::move(callbacks);
   impl->version = options.have_version;
-  impl->channel = MakeChannel(options.target, net);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(options.target, net);
+  if (!channel.ok()) return channel.status();
+  impl->channel = *std::move(channel);
   if (absl::Status s =
           WaitForConnected(impl->channel.get(), options.target, net);
       !s.ok()) {

@@ -1,10 +1,49 @@
 #include "services/options/cluster_options.h"
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/config_schema.h"
+#include "runtime/text_file.h"
 
 namespace rlvla3 {
+namespace {
+
+// cluster.tls_{cert,key,ca}: all three PEM files, or none (nullopt).
+absl::StatusOr<std::optional<TlsCredentials>> TlsFromConfig(const Config& c) {
+  const ClusterConfig& cl = c.cluster;
+  if (cl.tls_cert.empty() && cl.tls_key.empty() && cl.tls_ca.empty()) {
+    return std::nullopt;
+  }
+  TlsCredentials t;
+  t.server_name = cl.tls_server_name;
+  for (auto [key, path, into] :
+       {std::tuple{"cluster.tls_cert", &cl.tls_cert, &t.cert_chain},
+        std::tuple{"cluster.tls_key", &cl.tls_key, &t.private_key},
+        std::tuple{"cluster.tls_ca", &cl.tls_ca, &t.ca}}) {
+    absl::StatusOr<std::string> pem =
+        path->empty() ? absl::InvalidArgumentError("not set")
+                      : ReadTextFile(*path);
+    if (pem.ok() && pem->find("-----BEGIN ") == std::string::npos) {
+      pem = absl::InvalidArgumentError("not PEM");
+    }
+    if (!pem.ok()) {
+      return ConfigError{c.origin, key, *path,
+                         absl::StrCat("a readable PEM file when any "
+                                      "cluster.tls_* is set (",
+                                      pem.status().message(), ")")}
+          .ToStatus();
+    }
+    *into = *std::move(pem);
+  }
+  return t;
+}
+
+}  // namespace
 
 ClusterLayout LayoutFromConfig(const ClusterConfig& c) {
   ClusterLayout l;
@@ -32,7 +71,18 @@ absl::StatusOr<NetOptions> NetOptionsFromConfig(const Config& c) {
   if (!token.ok()) return token.status();
   NetOptions n;
   n.token = *token;
+  absl::StatusOr<std::optional<TlsCredentials>> tls = TlsFromConfig(c);
+  if (!tls.ok()) return tls.status();
+  n.tls = *std::move(tls);
+  n.allow_plaintext_token = c.cluster.allow_plaintext_token;
   return n;
+}
+
+PrometheusOptions PrometheusOptionsOf(const MetricsConfig& m) {
+  PrometheusOptions o;
+  o.host = m.prometheus_host;
+  o.port = static_cast<int>(m.prometheus_port);
+  return o;
 }
 
 }  // namespace rlvla3

@@ -2,7 +2,7 @@
 // -----------------------------------------------------------------------------
 // The run as processes, from the config's cluster section: where each role
 // listens (up --local, status, bench --placement processes) and the network
-// options every client and server of the run shares (the token).
+// options every client and server of the run shares (the token, TLS).
 //
 // Example:
 //   ClusterLayout l = LayoutFromConfig(config.cluster);  // l.learner, ...
@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
+#include "runtime/prometheus_endpoint.h"
 #include "services/net/grpc_common.h"
 
 namespace rlvla3 {
@@ -29,8 +30,13 @@ struct ClusterLayout {
 ClusterLayout LayoutFromConfig(const ClusterConfig& c);
 
 // A run's network options for its clients and servers: the shared token
-// (cluster.token_file, else env RLVLA3_TOKEN), default limits.
+// (cluster.token_file, else env RLVLA3_TOKEN), TLS from cluster.tls_* (an
+// unreadable or partial set is a config error naming the key), default
+// limits.
 absl::StatusOr<NetOptions> NetOptionsFromConfig(const Config& c);
+
+// A role's /metrics endpoint (metrics.prometheus_*), without labels.
+PrometheusOptions PrometheusOptionsOf(const MetricsConfig& m);
 
 }  // namespace rlvla3
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "services/options/cluster_options.h"
 #include "services/options/engine_config.h"
 #include "services/options/resume_plan.h"
 
@@ -24,6 +25,8 @@ RecorderOptions RecorderOptionsOf(const Config& c) {
           ? 1
           : std::max(1, static_cast<int>(c.threads.inference_actors));
   r.success_window = c.rl.success_window;
+  r.prometheus = PrometheusOptionsOf(c.metrics);
+  r.prometheus.labels = {{"role", "train"}, {"mode", c.run.mode}};
   return r;
 }
 

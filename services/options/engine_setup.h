@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
 #include "runtime/metrics_writer.h"
+#include "runtime/prometheus_endpoint.h"
 #include "services/engine/local_engine.h"
 
 namespace rlvla3 {
@@ -34,6 +35,7 @@ struct RecorderOptions {
   int envs = 1;
   int inference_actors = 1;  // 1 in sync
   int64_t success_window = 0;
+  PrometheusOptions prometheus;  // port 0: no /metrics endpoint
 };
 
 struct EngineSetup {

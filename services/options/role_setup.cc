@@ -45,6 +45,7 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   s.timings.metrics_interval_s = c.metrics.interval_s;
   s.timings.learner_backend = c.cluster.learner_backend;
   s.timings.collective_timeout_s = c.cluster.collective_timeout_s;
+  s.prometheus = PrometheusOptionsOf(c.metrics);
   return s;
 }
 

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/config.h"
+#include "runtime/prometheus_endpoint.h"
 #include "services/engine/local_engine.h"
 #include "services/learner/gradient_reducer.h"
 #include "services/learner/learner.h"
@@ -48,6 +49,7 @@ struct RoleSetup {
   int route_block = 1;         // envs routed to one learner rank (a GRPO group)
   std::string checkpoint_dir;  // <run.out_dir>/<run.name>/checkpoints
   RoleTimings timings;
+  PrometheusOptions prometheus;  // port 0: no /metrics endpoint
 };
 
 absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c);

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "runtime/logging.h"
 #include "services/runs/stage_drivers.h"
 
 namespace rlvla3 {
@@ -34,15 +35,6 @@ auto DurationUs(const E& e, int) -> decltype(e.durationNs(), double()) {
 template <typename E>
 double DurationUs(const E& e, long) {
   return static_cast<double>(e.durationUs());
-}
-
-std::string JsonEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out.push_back('\\');
-    if (static_cast<unsigned char>(ch) >= 0x20) out.push_back(ch);
-  }
-  return out;
 }
 
 struct Counted {
@@ -69,8 +61,8 @@ Counted Profile(bool gpu, const std::function<void()>& work, int pid,
     const double start = StartUs(e, 0);
     if (*origin_us == 0) *origin_us = start;
     trace->push_back(absl::StrFormat(
-        R"({"name": "%s", "ph": "X", "ts": %.3f, "dur": %.3f, "pid": %d, "tid": %d})",
-        JsonEscape(e.name()), start - *origin_us, DurationUs(e, 0), pid,
+        R"({"name": %s, "ph": "X", "ts": %.3f, "dur": %.3f, "pid": %d, "tid": %d})",
+        JsonQuoted(e.name()), start - *origin_us, DurationUs(e, 0), pid,
         kernel ? 1 : 0));
   }
   return n;

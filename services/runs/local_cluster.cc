@@ -27,7 +27,7 @@ namespace rlvla3 {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kExitOk = 0, kExitFailure = 1;
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 
 // One supervised role process.
 struct Member {
@@ -107,10 +107,6 @@ std::string ProgressLine(double t, const std::vector<Member>& members,
   return line;
 }
 
-}  // namespace
-
-namespace {
-
 // The run folder's logs/ and up.pid (what `down --local` signals).
 absl::Status PrepareRunDir(const UpLocalOptions& o) {
   const std::string logs = o.run_dir + "/logs";
@@ -121,18 +117,27 @@ absl::Status PrepareRunDir(const UpLocalOptions& o) {
 }
 
 // One `rl-vla3 serve ROLE` process (not started yet), its log in logs/.
-Member MakeMember(const UpLocalOptions& o, Role role, int index,
-                  const std::string& address, std::vector<std::string> extra,
-                  std::vector<std::string> env = {}) {
+// `metrics_port` (0: none) is its /metrics endpoint's.
+absl::StatusOr<Member> MakeMember(const UpLocalOptions& o, Role role, int index,
+                                  const std::string& address, int metrics_port,
+                                  std::vector<std::string> extra,
+                                  std::vector<std::string> env = {}) {
   std::vector<std::string> argv = {o.binary,   "serve",       RoleName(role),
                                    "--config", o.config_path, "--listen",
                                    address};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (metrics_port != 0) {
+    argv.insert(argv.end(), {"--set", absl::StrCat("metrics.prometheus_port=",
+                                                   metrics_port)});
+  }
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
+      MakeChannel(address, o.net);
+  if (!channel.ok()) return channel.status();
   Member m;
   m.role = role;
   m.index = index;
   m.address = address;
-  m.channel = MakeChannel(address, o.net);
+  m.channel = *std::move(channel);
   const std::string logs = o.run_dir + "/logs";
   const std::string log =
       role == Role::kLearner && index == 0
@@ -146,27 +151,39 @@ Member MakeMember(const UpLocalOptions& o, Role role, int index,
 // Every role of the layout: the learner's ranks (one data-parallel group,
 // rendezvous at rank 0's host: the torchrun variables; alone when there is
 // one rank), the inference servers, the rollout workers.
-std::vector<Member> MakeMembers(const UpLocalOptions& o) {
-  std::vector<Member> members;
+// Member k serves /metrics at o.metrics_port + k (when that is set).
+absl::StatusOr<std::vector<Member>> MakeMembers(const UpLocalOptions& o) {
+  std::vector<absl::StatusOr<Member>> made;
   const ClusterLayout& l = o.layout;
+  auto metrics_port = [&o, &made] {
+    return o.metrics_port == 0 ? 0
+                               : o.metrics_port + static_cast<int>(made.size());
+  };
   const std::string world = absl::StrCat(l.learner_ranks.size());
   const std::string host = l.learner.substr(0, l.learner.rfind(':'));
   for (size_t r = 0; r < l.learner_ranks.size(); ++r) {
-    members.push_back(MakeMember(
-        o, Role::kLearner, static_cast<int>(r), l.learner_ranks[r], {},
+    made.push_back(MakeMember(
+        o, Role::kLearner, static_cast<int>(r), l.learner_ranks[r],
+        metrics_port(), {},
         {"MASTER_ADDR=" + host, absl::StrCat("MASTER_PORT=", l.rendezvous_port),
          absl::StrCat("RANK=", r), "WORLD_SIZE=" + world}));
   }
   for (size_t i = 0; i < l.inference.size(); ++i) {
-    members.push_back(MakeMember(o, Role::kInference, static_cast<int>(i),
-                                 l.inference[i], {"--learner", l.learner}));
+    made.push_back(MakeMember(o, Role::kInference, static_cast<int>(i),
+                              l.inference[i], metrics_port(),
+                              {"--learner", l.learner}));
   }
   const std::string all_inference = absl::StrJoin(l.inference, ",");
   for (size_t w = 0; w < l.rollout.size(); ++w) {
-    members.push_back(MakeMember(
-        o, Role::kRollout, static_cast<int>(w), l.rollout[w],
+    made.push_back(MakeMember(
+        o, Role::kRollout, static_cast<int>(w), l.rollout[w], metrics_port(),
         {"--learner", absl::StrJoin(l.learner_ranks, ","), "--inference",
          all_inference, "--worker", absl::StrCat(w)}));
+  }
+  std::vector<Member> members;
+  for (absl::StatusOr<Member>& m : made) {
+    if (!m.ok()) return m.status();
+    members.push_back(*std::move(m));
   }
   return members;
 }
@@ -341,7 +358,12 @@ int RunUpLocal(const UpLocalOptions& o) {
     return kExitFailure;
   }
   InstallStopSignalHandlers();
-  std::vector<Member> members = MakeMembers(o);
+  absl::StatusOr<std::vector<Member>> made = MakeMembers(o);
+  if (!made.ok()) {
+    std::fprintf(stderr, "rl-vla3 up: %s\n", made.status().ToString().c_str());
+    return kExitUsage;
+  }
+  std::vector<Member>& members = *made;
   if (std::optional<int> failed = StartInOrder(members, o)) return *failed;
   std::printf(
       "up: %zu roles running; `rl-vla3 down --local` or Ctrl-C stops "

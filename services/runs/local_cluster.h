@@ -43,6 +43,7 @@ struct UpLocalOptions {
   double role_timeout_s = 10;        // a role silent this long is reported
   double duration_s = 0;             // 0: until stopped
   double collective_timeout_s = 60;  // learner ranks (stop grace)
+  int metrics_port = 0;  // role k's /metrics at metrics_port + k (0: none)
   NetOptions net;
 };
 

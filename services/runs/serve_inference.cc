@@ -109,22 +109,27 @@ int ServeInference(const ServeFlags& f, RoleSetup& s) {
     st->set_batch_mean(batches.mean());
     st->set_batches(batches.count);
   });
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> endpoint =
+      ServeMetrics(s, "inference", "", &metrics);
+  if (!endpoint.ok()) return FailRole("inference", endpoint.status());
   role.Start([&service] { service.Close(); });
-  absl::StatusOr<std::unique_ptr<RoleServer>> server =
-      RoleServer::Start(f.listen, s.net, {service.service()});
-  if (!server.ok()) {
+  auto fail = [&](const absl::Status& why) {
     role.Stop();
     service.Close();
     if (absl::Status st = role.Wait(); !st.ok()) {
       spdlog::warn("inference: {}", st.ToString());
     }
-    return FailRole("inference", server.status());
-  }
+    return FailRole("inference", why);
+  };
+  absl::StatusOr<std::unique_ptr<RoleServer>> server =
+      RoleServer::Start(f.listen, s.net, {service.service()});
+  if (!server.ok()) return fail(server.status());
   const std::string address =
       Announce("inference", f.listen, (*server)->port());
-  std::unique_ptr<HeartbeatSender> heartbeats = StartHeartbeats(
+  absl::StatusOr<std::unique_ptr<HeartbeatSender>> heartbeats = StartHeartbeats(
       s, f, address,
       [&service](v1::RoleStatus* st) { service.FillStatus(st); });
+  if (!heartbeats.ok()) return fail(heartbeats.status());
   uint64_t last = 0;
   absl::Status last_weights_error;
   RunUntil(
@@ -142,7 +147,7 @@ int ServeInference(const ServeFlags& f, RoleSetup& s) {
         }
         last_weights_error = ws;
       });
-  heartbeats.reset();
+  heartbeats->reset();
   (*server)->Shutdown(absl::Seconds(1));
   (*sub)->Stop();
   role.Stop();

@@ -56,6 +56,14 @@ absl::StatusOr<std::unique_ptr<GradientReducer>> JoinLearnerGroup(
       });
 }
 
+// What the learner tells every role that asks (GetRunSettings).
+v1::RunSettings RunSettingsOf(const LocalEngineOptions& o,
+                              const RunLayout& layout) {
+  v1::RunSettings settings;
+  FillRunSettings(o, layout, &settings);
+  return settings;
+}
+
 }  // namespace
 
 int ServeLearner(const ServeFlags& f, RoleSetup& s) {
@@ -67,6 +75,9 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   if (!role.ok()) return FailRole("learner", role.status());
   const LearnerRoleOptions& lo = *role;
   MetricsRegistry metrics;
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> endpoint =
+      ServeMetrics(s, "learner", absl::StrCat((*group)->rank()), &metrics);
+  if (!endpoint.ok()) return FailRole("learner", endpoint.status());
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
   LearnerServiceOptions so;
@@ -79,9 +90,7 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   Learner learner(s.parts.policy, lo, s.parts.version, &service.segments(),
                   &weights, &metrics, &timeline);
   service.SetVersionSource([&learner] { return learner.version(); });
-  v1::RunSettings settings;
-  FillRunSettings(s.options, layout, &settings);
-  service.SetRunSettings(settings);
+  service.SetRunSettings(RunSettingsOf(s.options, layout));
   Counter& trained = metrics.counter("trained_samples");
   Counter& steps = metrics.counter("optimizer_steps");
   Counter& expired = metrics.counter("expired_episodes");

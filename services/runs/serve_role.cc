@@ -58,12 +58,25 @@ std::string Announce(const char* role, const std::string& listen, int port) {
 }
 
 // Heartbeats of a role to the learner's roster.
-std::unique_ptr<HeartbeatSender> StartHeartbeats(
+absl::StatusOr<std::unique_ptr<HeartbeatSender>> StartHeartbeats(
     const RoleSetup& s, const ServeFlags& f, const std::string& address,
     std::function<void(v1::RoleStatus*)> fill) {
   return HeartbeatSender::Start(
       {f.learner, address, absl::Seconds(s.timings.heartbeat_s)}, s.net,
       std::move(fill));
+}
+
+absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ServeMetrics(
+    const RoleSetup& s, const char* role, const std::string& index,
+    MetricsRegistry* metrics) {
+  if (s.prometheus.port == 0) return nullptr;
+  PrometheusOptions o = s.prometheus;
+  o.labels = {{"role", role}};
+  if (!index.empty()) o.labels.emplace_back("index", index);
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ep =
+      PrometheusEndpoint::Start(o, metrics);
+  if (ep.ok()) spdlog::info("{}: metrics at {}", role, (*ep)->url());
+  return ep;
 }
 
 int FailRole(const char* role, const absl::Status& s) {

@@ -19,6 +19,8 @@
 
 #include "absl/status/status.h"
 #include "runtime/config.h"
+#include "runtime/metrics.h"
+#include "runtime/prometheus_endpoint.h"
 #include "services/net/grpc_common.h"
 #include "services/net/roster.h"
 #include "services/options/role_setup.h"
@@ -36,9 +38,15 @@ void RunUntil(double duration_s, double interval_s,
 // Prints "ROLE: serving on HOST:PORT" and returns that address.
 std::string Announce(const char* role, const std::string& listen, int port);
 // Heartbeats of a role to the learner's roster.
-std::unique_ptr<HeartbeatSender> StartHeartbeats(
+absl::StatusOr<std::unique_ptr<HeartbeatSender>> StartHeartbeats(
     const RoleSetup& s, const ServeFlags& f, const std::string& address,
     std::function<void(v1::RoleStatus*)> fill);
+// The role's /metrics endpoint (labels: role, and `index` when not empty: a
+// learner's rank, a rollout's worker) when metrics.prometheus_port is set;
+// else nullptr. An address in use is an error.
+absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ServeMetrics(
+    const RoleSetup& s, const char* role, const std::string& index,
+    MetricsRegistry* metrics);
 // Logs `s` for `role`; the exit code: 2 for a config error, else 1.
 int FailRole(const char* role, const absl::Status& s);
 

@@ -138,6 +138,10 @@ absl::StatusOr<RolloutWorkerOptions> WorkerOptions(const ServeFlags& f,
         absl::StrCat("--worker ", f.worker,
                      " is not below cluster.rollout_workers ", s.workers));
   }
+  if (absl::Status st = CheckRanksGetEqualShares(s, f.learner_ranks.size());
+      !st.ok()) {
+    return st;
+  }
   RolloutWorkerOptions ro = s.options.rollout;
   const int offset = f.worker * ro.pool.num_envs;
   ro.pool.seed += static_cast<uint64_t>(offset);  // env i: seed + global id
@@ -176,6 +180,9 @@ int ServeRollout(const ServeFlags& f, RoleSetup& s) {
   const int envs = ro.pool.num_envs;
   const int offset = ro.pool.first_env_id;
   MetricsRegistry metrics;
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> endpoint =
+      ServeMetrics(s, "rollout", absl::StrCat(f.worker), &metrics);
+  if (!endpoint.ok()) return FailRole("rollout", endpoint.status());
   StageTimeline timeline(false);
   absl::StatusOr<std::unique_ptr<GrpcObservationChannel>> obs =
       GrpcObservationChannel::Create(
@@ -184,10 +191,6 @@ int ServeRollout(const ServeFlags& f, RoleSetup& s) {
            absl::Seconds(6 * s.timings.role_timeout_s), s.options.sync},
           s.net);
   if (!obs.ok()) return FailRole("rollout", obs.status());
-  if (absl::Status st = CheckRanksGetEqualShares(s, f.learner_ranks.size());
-      !st.ok()) {
-    return FailRole("rollout", st);
-  }
   absl::StatusOr<std::unique_ptr<GrpcSegmentChannel>> seg =
       GrpcSegmentChannel::Create(
           SegmentOptions(f, s, offset, envs, s.timings.role_timeout_s), s.net);
@@ -219,9 +222,9 @@ int ServeRollout(const ServeFlags& f, RoleSetup& s) {
   if (!server.ok()) return FailRole("rollout", server.status());
   w->Start();
   const std::string address = Announce("rollout", f.listen, (*server)->port());
-  std::unique_ptr<HeartbeatSender> heartbeats =
+  absl::StatusOr<std::unique_ptr<HeartbeatSender>> heartbeats =
       StartHeartbeats(s, f, address, fill_status);
-  absl::Status failure;
+  absl::Status failure = heartbeats.status();
   auto check = [&] {
     for (const absl::Status& st :
          {w->status(), (*obs)->status(), (*seg)->status()}) {
@@ -232,11 +235,13 @@ int ServeRollout(const ServeFlags& f, RoleSetup& s) {
     }
     return control.stop_requested();
   };
-  RunUntil(f.duration_s, s.timings.metrics_interval_s, check, [&] {
-    rate.Tick(counters.frames.value());
-    counters.Log(f, **sub, **obs, envs);
-  });
-  heartbeats.reset();
+  if (failure.ok()) {
+    RunUntil(f.duration_s, s.timings.metrics_interval_s, check, [&] {
+      rate.Tick(counters.frames.value());
+      counters.Log(f, **sub, **obs, envs);
+    });
+  }
+  if (heartbeats.ok()) heartbeats->reset();
   w->Stop();
   (*obs)->Close();
   (*seg)->Close();

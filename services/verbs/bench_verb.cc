@@ -95,7 +95,7 @@ int VerbBench(const VerbArgs& f) {
                  d.c_str());
     return kExitUsage;
   }
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
   if (!dir.ok()) {
     spdlog::error("bench: {}", dir.status().ToString());

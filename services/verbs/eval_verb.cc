@@ -64,7 +64,7 @@ std::optional<Config> ConfigForCheckpoint(const VerbArgs& f, const Config& c,
 int VerbEval(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   const std::string path = f.Get("--checkpoint", "");
   if (path.empty()) {
     std::fprintf(stderr, "rl-vla3: eval needs --checkpoint PATH\n");

@@ -17,7 +17,7 @@ namespace {
 int VerbExpertEval(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   auto episodes = PositiveInt("--episodes", f.Get("--episodes", "50"));
   if (!episodes) return kExitUsage;
   const auto start = absl::Now();

@@ -27,7 +27,7 @@ std::optional<TaskVerb> ParseTaskVerb(const VerbArgs& f, const char* verb,
                                       const std::string& default_out) {
   auto c = LoadOrReport(f);
   if (!c) return std::nullopt;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   TaskVerb v{*c, f.Get("--task", ""), 0, f.Get("--out", default_out)};
   const std::string init = f.Get("--init", "0");
   if (!absl::SimpleAtoi(init, &v.init) || v.init < 0) {

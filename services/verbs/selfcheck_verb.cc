@@ -19,7 +19,7 @@ namespace {
 int VerbSelfCheck(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   spdlog::info(
       "self-check: {} envs x {} steps, {} inference actor(s), B_max {}, T_max "
       "{} ms",

@@ -16,7 +16,7 @@ namespace {
 int VerbServe(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   ServeFlags s;
   s.role = f.operand;
   s.listen = f.Get("--listen", "127.0.0.1:0");
@@ -55,7 +55,10 @@ Verb ServeVerb() {
       "  --worker W           this rollout worker's index (< "
       "cluster.rollout_workers)\n"
       "  --duration S         stop after S seconds (default: until signalled)\n"
-      "  token: cluster.token_file, else env RLVLA3_TOKEN (never logged)\n",
+      "  token: cluster.token_file, else env RLVLA3_TOKEN (never logged);\n"
+      "  over plaintext only on loopback unless cluster.allow_plaintext_token\n"
+      "  TLS: cluster.tls_cert, cluster.tls_key, cluster.tls_ca (mutual)\n"
+      "  metrics: metrics.prometheus_port serves /metrics (Prometheus)\n",
       {"--listen", "--learner", "--inference", "--worker", "--duration"},
       {},
       VerbServe,

@@ -18,7 +18,7 @@ namespace {
 int VerbSft(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   absl::StatusOr<SftOptions> options = SftOptionsFromConfig(*c);
   if (!options.ok()) {
     spdlog::error("sft: {}", options.status().ToString());

@@ -24,7 +24,7 @@ namespace {
 int VerbTrain(const VerbArgs& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   if (absl::Status s = CheckRoleDevices(*c, true, true); !s.ok()) {
     spdlog::error("train: {}", std::string(s.message()));
     return kExitUsage;

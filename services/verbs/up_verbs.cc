@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "runtime/config_schema.h"
 #include "runtime/logging.h"
 #include "services/options/cluster_options.h"
 #include "services/runs/local_cluster.h"
@@ -16,10 +17,13 @@ namespace rlvla3 {
 namespace {
 
 // The network options of a run's clients (the shared token, if any).
-std::optional<NetOptions> ClientNet(const Config& c) {
+// The run's network options; else nullopt and the exit code in *code (2 for
+// a config error: an unreadable cluster.tls_* file).
+std::optional<NetOptions> ClientNet(const Config& c, int* code) {
   absl::StatusOr<NetOptions> net = NetOptionsFromConfig(c);
   if (!net.ok()) {
     std::fprintf(stderr, "rl-vla3: %s\n", net.status().ToString().c_str());
+    *code = IsConfigError(net.status()) ? kExitUsage : kExitFailure;
     return std::nullopt;
   }
   return *net;
@@ -37,14 +41,15 @@ int VerbUpDown(const VerbArgs& f) {
   }
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
-  InitLogging(c->run.log_level);
+  InitLogging(c->run.log_level, c->run.log_format);
   const std::string run_dir = c->run.out_dir + "/" + c->run.name;
   if (verb == "down") return RunDownLocal(run_dir);
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
-  auto net = ClientNet(*c);
+  int net_exit = kExitFailure;
+  auto net = ClientNet(*c, &net_exit);
   if (!dir.ok() || !net) {
     if (!dir.ok()) spdlog::error("up: {}", dir.status().ToString());
-    return kExitFailure;
+    return dir.ok() ? net_exit : kExitFailure;
   }
   UpLocalOptions o;
   absl::StatusOr<std::string> self = SelfExecutable();
@@ -59,6 +64,7 @@ int VerbUpDown(const VerbArgs& f) {
   o.interval_s = c->metrics.interval_s;
   o.role_timeout_s = c->cluster.role_timeout_s;
   o.collective_timeout_s = c->cluster.collective_timeout_s;
+  o.metrics_port = static_cast<int>(c->metrics.prometheus_port);
   o.net = *net;
   if (!absl::SimpleAtod(f.Get("--duration", "0"), &o.duration_s)) {
     std::fprintf(stderr, "rl-vla3 up: --duration takes seconds\n");
@@ -70,8 +76,9 @@ int VerbUpDown(const VerbArgs& f) {
 int VerbStatus(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
-  auto net = ClientNet(*c);
-  if (!net) return kExitFailure;
+  int net_exit = kExitFailure;
+  auto net = ClientNet(*c, &net_exit);
+  if (!net) return net_exit;
   ClusterLayout layout = LayoutFromConfig(c->cluster);
   // A run started elsewhere (by hand, Kubernetes): its learner's roster.
   if (const std::string learner = f.Get("--learner", ""); !learner.empty()) {

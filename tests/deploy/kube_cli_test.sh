@@ -82,7 +82,16 @@ case "$test_case" in
     # Without probes.
     sed 's/livenessProbe:/startupProbe2:/' "$deploy/cluster_golden.yaml" > "$work/no_probe.yaml"
     run 1 "$node" "$deploy/validate_manifests.mjs" "$work/no_probe.yaml"
+    expect_in "$work/err" "no TCP livenessProbe (tcpSocket.port) with TLS"
+    # Without TLS the probes must be gRPC ones.
+    sed 's/name: tls$/name: tls-gone/' "$deploy/cluster_golden.yaml" > "$work/no_tls.yaml"
+    run 1 "$node" "$deploy/validate_manifests.mjs" "$work/no_tls.yaml"
     expect_in "$work/err" "no gRPC livenessProbe"
+    # The metrics port the annotation names must be a container port.
+    sed 's/containerPort: 9464/containerPort: 9465/' \
+      "$deploy/cluster_golden.yaml" > "$work/no_metrics_port.yaml"
+    run 1 "$node" "$deploy/validate_manifests.mjs" "$work/no_metrics_port.yaml"
+    expect_in "$work/err" "prometheus.io/port 9464 is not a container port"
     # A rollout worker that misses an inference server.
     run 0 "$bin" up "$src/deploy/cluster.gpu.example.yaml" --dry-run
     sed 's/,libero-gpu-inference-1\.libero-gpu-inference:50052//' "$work/out" > "$work/one_server.yaml"

@@ -47,7 +47,7 @@ ClusterSpec FixtureSpec() {
 
 std::string DryRun(const ClusterSpec& spec) {
   return JoinManifests(
-      RenderManifests(spec, ReadRunConfig(spec).value(), std::nullopt));
+      RenderManifests(spec, ReadRunConfig(spec).value(), SecretValues{}));
 }
 
 // The documents of a rendered stream, by "Kind/name".
@@ -88,8 +88,8 @@ TEST(KubeManifests, DryRunNeverPrintsTheToken) {
   EXPECT_EQ(dry.find(token), std::string::npos);
   EXPECT_NE(dry.find("<redacted: from token.fixture>"), std::string::npos);
   // `up` puts the real one in the Secret, and only there.
-  const auto objects = Objects(
-      JoinManifests(RenderManifests(spec, ReadRunConfig(spec).value(), token)));
+  const auto objects = Objects(JoinManifests(RenderManifests(
+      spec, ReadRunConfig(spec).value(), SecretValues{token, {}, {}, {}})));
   EXPECT_EQ(objects.at("Secret/kube-fixture-token")["stringData"]["token"]
                 .as<std::string>(),
             token);
@@ -194,13 +194,82 @@ TEST(KubeClusterSpec, OverridesReachTheirRolesPodsOnly) {
   EXPECT_NE(spec.status().message().find("inference.set"), std::string::npos);
 }
 
+TEST(KubeManifests, TlsComesFromASecretAndProbesConnectOverTcp) {
+  const ClusterSpec spec = FixtureSpec();
+  const auto objects = Objects(DryRun(spec));
+  const YAML::Node secret = objects.at("Secret/kube-fixture-tls");
+  EXPECT_EQ(secret["stringData"]["tls.key"].as<std::string>(),
+            "<redacted: from tls/tls.key>");
+  for (const char* role : {"learner", "inference", "rollout"}) {
+    const YAML::Node pod = objects.at(std::string("StatefulSet/kube-fixture-") +
+                                      role)["spec"]["template"];
+    const YAML::Node c = pod["spec"]["containers"][0];
+    std::string args;
+    for (const YAML::Node& a : c["args"]) args += a.as<std::string>() + " ";
+    EXPECT_NE(args.find("cluster.tls_cert=/etc/rl-vla3-tls/tls.crt"),
+              std::string::npos)
+        << role << ": " << args;
+    EXPECT_NE(args.find("cluster.tls_server_name=rl-vla3"), std::string::npos)
+        << args;
+    EXPECT_EQ(args.find("allow_plaintext_token"), std::string::npos) << args;
+    // The kubelet's gRPC probe has no client certificate.
+    EXPECT_TRUE(c["readinessProbe"]["tcpSocket"].IsDefined()) << role;
+    EXPECT_FALSE(c["readinessProbe"]["grpc"].IsDefined()) << role;
+    bool mounted = false;
+    for (const YAML::Node& v : pod["spec"]["volumes"]) {
+      mounted |=
+          v["name"].as<std::string>() == "tls" &&
+          v["secret"]["secretName"].as<std::string>() == "kube-fixture-tls";
+    }
+    EXPECT_TRUE(mounted) << role;
+  }
+  // `up` puts the files' contents in the Secret.
+  const std::vector<std::string> pem = ReadTlsFiles(spec).value();
+  const auto applied = Objects(JoinManifests(RenderManifests(
+      spec, ReadRunConfig(spec).value(), {"t", pem[0], pem[1], pem[2]})));
+  EXPECT_EQ(applied.at("Secret/kube-fixture-tls")["stringData"]["ca.crt"]
+                .as<std::string>(),
+            pem[2]);
+}
+
+TEST(KubeManifests, PodsServeMetricsPrometheusFinds) {
+  const auto objects = Objects(DryRun(FixtureSpec()));
+  for (const char* role : {"learner", "inference", "rollout"}) {
+    const YAML::Node pod = objects.at(std::string("StatefulSet/kube-fixture-") +
+                                      role)["spec"]["template"];
+    const YAML::Node notes = pod["metadata"]["annotations"];
+    EXPECT_EQ(notes["prometheus.io/scrape"].as<std::string>(), "true") << role;
+    EXPECT_EQ(notes["prometheus.io/port"].as<std::string>(), "9464") << role;
+    EXPECT_EQ(notes["prometheus.io/path"].as<std::string>(), "/metrics");
+    const YAML::Node c = pod["spec"]["containers"][0];
+    bool port = false;
+    for (const YAML::Node& p : c["ports"]) {
+      port |= p["name"].as<std::string>() == "metrics" &&
+              p["containerPort"].as<int>() == 9464;
+    }
+    EXPECT_TRUE(port) << role;
+    std::string args;
+    for (const YAML::Node& a : c["args"]) args += a.as<std::string>() + " ";
+    EXPECT_NE(args.find("metrics.prometheus_port=9464"), std::string::npos)
+        << args;
+    EXPECT_NE(args.find("metrics.prometheus_host=0.0.0.0"), std::string::npos)
+        << args;
+  }
+  // The job's pods talk only to each other, but anyone may scrape.
+  const YAML::Node ingress =
+      objects.at("NetworkPolicy/kube-fixture-same-job")["spec"]["ingress"];
+  ASSERT_EQ(ingress.size(), 2u);
+  EXPECT_EQ(ingress[1]["ports"][0]["port"].as<int>(), 9464);
+  EXPECT_FALSE(ingress[1]["from"].IsDefined());
+}
+
 TEST(KubeManifests, ConfigMapHoldsTheRunConfig) {
   ClusterSpec spec = FixtureSpec();
   for (const std::string& text :
        {std::string("run:\n  name: x\n"), std::string("  indented: 1\n"),
         std::string("a: 1\r\nb: \"two\"\r\n"), std::string("k: v")}) {
     const auto objects =
-        Objects(JoinManifests(RenderManifests(spec, text, std::nullopt)));
+        Objects(JoinManifests(RenderManifests(spec, text, SecretValues{})));
     // Literal blocks end in one newline; other text is quoted as it is.
     std::string want = text;
     if (want.back() != '\n') want += "\n";
@@ -254,6 +323,11 @@ TEST(KubeClusterSpec, BadValuesAreConfigErrorsNamingFileAndKey) {
       {ok + "ports: {learner: 29500}\n", "ports.rendezvous"},
       {ok + "nmae: x\n", "nmae"},
       {ok + "token_file: missing.txt\n", "token_file"},
+      {ok + "token_file: run.yaml\n", "token_file"},  // plaintext, not allowed
+      {ok + "tls: {cert: run.yaml, key: run.yaml}\n", "tls.ca"},
+      {ok + "tls: {cert: run.yaml, key: run.yaml, ca: none.crt}\n", "tls.ca"},
+      {ok + "allow_plaintext_token: maybe\n", "allow_plaintext_token"},
+      {ok + "ports: {metrics: 70000}\n", "ports.metrics"},
       {"name: Bad_Name\nimage: img\nconfig: run.yaml\n", "name"},
       {"name: job\nimage: img\nconfig: nowhere.yaml\n", "config"},
       {"name: job\nconfig: run.yaml\n", "image"},

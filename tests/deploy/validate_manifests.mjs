@@ -2,7 +2,9 @@
 // --dry-run > FILE`) against the Kubernetes API schemas (kubernetes-models),
 // then checks what the job needs to run:
 //   - GPU limits on the learner and inference containers;
-//   - gRPC liveness and readiness probes on every container;
+//   - gRPC liveness and readiness probes on every container (TCP ones when it
+//     mounts the TLS Secret: the kubelet's gRPC probe has no certificate);
+//   - a pod annotated for Prometheus exposes the annotated port;
 //   - the learner's and the inference servers' StatefulSets each name a
 //     headless Service (clusterIP None) that selects their pods;
 //   - every rollout worker's --inference names every inference server;
@@ -84,10 +86,18 @@ function checkContainers({ obj, id }) {
   const component = obj.metadata?.labels?.[COMPONENT];
   for (const c of obj.spec.template.spec.containers) {
     const where = `${id} container ${c.name}`;
+    const tls = (c.volumeMounts ?? []).some((m) => m.name === "tls");
     for (const probe of ["livenessProbe", "readinessProbe"]) {
-      if (!Number.isInteger(c[probe]?.grpc?.port)) {
-        fail(where, `no gRPC ${probe} (grpc.port)`);
+      const port = tls ? c[probe]?.tcpSocket?.port : c[probe]?.grpc?.port;
+      if (!Number.isInteger(port)) {
+        fail(where, tls ? `no TCP ${probe} (tcpSocket.port) with TLS`
+                        : `no gRPC ${probe} (grpc.port)`);
       }
+    }
+    const scrape = obj.spec.template.metadata?.annotations?.["prometheus.io/port"];
+    if (scrape !== undefined &&
+        !(c.ports ?? []).some((p) => String(p.containerPort) === scrape)) {
+      fail(where, `prometheus.io/port ${scrape} is not a container port`);
     }
     const gpus = Number(c.resources?.limits?.[GPU] ?? 0);
     if ((component === "learner" || component === "inference") && !(gpus > 0)) {

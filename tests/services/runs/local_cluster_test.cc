@@ -29,7 +29,7 @@ namespace {
 using testutil::RoleProcess;
 
 v1::RoleStatus LearnerStatus(const std::string& target) {
-  auto stub = v1::Learner::NewStub(MakeChannel(target, NetOptions()));
+  auto stub = v1::Learner::NewStub(MakeChannel(target, NetOptions()).value());
   grpc::ClientContext ctx;
   PrepareContext(&ctx, NetOptions(), absl::Seconds(5));
   v1::RoleStatus st;

@@ -165,8 +165,8 @@ v1::Observation ObservationFor(int env) {
 }
 
 TEST_F(ServeTest, MalformedObservationGetsInvalidArgumentOthersAreServed) {
-  auto stub =
-      v1::Inference::NewStub(MakeChannel(spare_inference_->address(), Net()));
+  auto stub = v1::Inference::NewStub(
+      MakeChannel(spare_inference_->address(), Net()).value());
   grpc::ClientContext ctx;
   PrepareContext(&ctx, Net(), absl::Seconds(60));
   auto stream = stub->Act(&ctx);
@@ -250,7 +250,7 @@ v1::TrajectorySegment ValidSegmentFor(const v1::RunSettings& r) {
 
 absl::StatusOr<v1::RunSettings> RunSettings(const std::string& learner,
                                             const NetOptions& net) {
-  auto stub = v1::Learner::NewStub(MakeChannel(learner, net));
+  auto stub = v1::Learner::NewStub(MakeChannel(learner, net).value());
   grpc::ClientContext ctx;
   PrepareContext(&ctx, net, absl::Seconds(10));
   v1::RunSettings out;
@@ -263,7 +263,7 @@ absl::StatusOr<v1::RunSettings> RunSettings(const std::string& learner,
 grpc::Status PushOnOneCall(const std::string& learner, const NetOptions& net,
                            const std::vector<v1::TrajectorySegment>& segments,
                            v1::PushSegmentsReply* reply) {
-  auto stub = v1::Learner::NewStub(MakeChannel(learner, net));
+  auto stub = v1::Learner::NewStub(MakeChannel(learner, net).value());
   grpc::ClientContext ctx;
   PrepareContext(&ctx, net, absl::Seconds(60));
   auto writer = stub->PushSegments(&ctx, reply);
@@ -319,8 +319,8 @@ TEST_F(ServeTest, ValidSegmentsAreAcceptedAndCountedPerCall) {
 }
 
 TEST_F(ServeTest, RepliesPendingWhenTheClientHalfClosesAreDelivered) {
-  auto stub =
-      v1::Inference::NewStub(MakeChannel(spare_inference_->address(), Net()));
+  auto stub = v1::Inference::NewStub(
+      MakeChannel(spare_inference_->address(), Net()).value());
   grpc::ClientContext ctx;
   PrepareContext(&ctx, Net(), absl::Seconds(60));
   auto stream = stub->Act(&ctx);

@@ -1,0 +1,161 @@
+// TLS between roles, with certificates made by openssl when the test starts:
+// a role certificate signed by the run's CA gets through; a client without a
+// certificate, with one from another CA, or in plaintext is refused. And the
+// token never crosses the network in plaintext unless allowed.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "runtime/config_schema.h"
+#include "runtime/text_file.h"
+#include "services/net/grpc_common.h"
+#include "services/net/roster.h"
+#include "services/options/cluster_options.h"
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+constexpr char kToken[] = "tls-test-token";
+
+// openssl, quietly; true on success.
+bool Shell(const std::string& cmd) {
+  return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// The run's CA and the roles' certificate, made by the script users run
+// (scripts/make_cluster_tls.sh) into `dir`: ca.crt, tls.crt, tls.key.
+bool MakePki(const std::string& dir) {
+  return Shell(std::string("bash ") + RLVLA3_SOURCE_DIR +
+               "/scripts/make_cluster_tls.sh " + dir + " test-job 1");
+}
+
+std::string Read(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : "";
+}
+
+class Tls : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Shell("openssl version")) GTEST_SKIP() << "no openssl";
+    ASSERT_TRUE(MakePki(dir_.File("run")));
+    ASSERT_TRUE(MakePki(dir_.File("other")));
+    server_net_ = Mutual("run", "run");
+    roster_ = std::make_unique<RosterService>(server_net_, absl::Seconds(10));
+    absl::StatusOr<std::unique_ptr<RoleServer>> s =
+        RoleServer::Start("127.0.0.1:0", server_net_, {roster_.get()});
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = *std::move(s);
+    target_ = "127.0.0.1:" + std::to_string(server_->port());
+  }
+
+  // Options of a role holding PKI/tls.crt and .key, trusting CA/ca.crt.
+  NetOptions Mutual(const std::string& pki, const std::string& ca) {
+    NetOptions n;
+    n.token = kToken;
+    n.call_timeout = absl::Seconds(3);
+    n.tls = TlsCredentials{Read(dir_.File(pki + "/tls.crt")),
+                           Read(dir_.File(pki + "/tls.key")),
+                           Read(dir_.File(ca + "/ca.crt")),
+                           // A name in every certificate the script makes,
+                           // as the manifests set it (tls.server_name).
+                           "rl-vla3"};
+    return n;
+  }
+
+  testutil::TestDir dir_;
+  NetOptions server_net_;
+  std::unique_ptr<RosterService> roster_;
+  std::unique_ptr<RoleServer> server_;
+  std::string target_;
+};
+
+TEST_F(Tls, ARoleCertificateFromTheRunsCaGetsThrough) {
+  absl::StatusOr<v1::RoleRoster> r = ListRoles(target_, Mutual("run", "run"));
+  EXPECT_TRUE(r.ok()) << r.status();
+}
+
+TEST_F(Tls, AClientWithoutACertificateIsRefused) {
+  NetOptions n = Mutual("run", "run");
+  n.tls->cert_chain.clear();
+  n.tls->private_key.clear();
+  absl::StatusOr<v1::RoleRoster> r = ListRoles(target_, n);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+}
+
+TEST_F(Tls, ACertificateFromAnotherCaIsRefused) {
+  // The stranger trusts the run's CA (it could check the server) but its
+  // own certificate is signed by another job's CA.
+  absl::StatusOr<v1::RoleRoster> r = ListRoles(target_, Mutual("other", "run"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+}
+
+TEST_F(Tls, APlaintextClientIsRefused) {
+  NetOptions n;
+  n.token = kToken;  // loopback: the client may send it in plaintext
+  n.call_timeout = absl::Seconds(3);
+  absl::StatusOr<v1::RoleRoster> r = ListRoles(target_, n);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+}
+
+TEST_F(Tls, AClientThatDistrustsTheServersCaRefusesIt) {
+  absl::StatusOr<v1::RoleRoster> r = ListRoles(target_, Mutual("run", "other"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+}
+
+TEST(TokenTransport, RefusedInPlaintextOffLoopbackUnlessAllowed) {
+  NetOptions n;
+  n.token = kToken;
+  EXPECT_TRUE(CheckTokenTransport("127.0.0.1:50051", n).ok());
+  EXPECT_TRUE(CheckTokenTransport("localhost:50051", n).ok());
+  EXPECT_TRUE(CheckTokenTransport("[::1]:50051", n).ok());
+  const absl::Status off = CheckTokenTransport("10.1.2.3:50051", n);
+  EXPECT_EQ(off.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(off.message().find("cluster.allow_plaintext_token"),
+            std::string::npos)
+      << off;
+  EXPECT_FALSE(CheckTokenTransport("dns:///rlvla3-learner:50051", n).ok());
+  // Clients and servers both refuse.
+  EXPECT_FALSE(MakeChannel("rlvla3-learner:50051", n).ok());
+  RosterService roster(n, absl::Seconds(10));
+  EXPECT_FALSE(RoleServer::Start("0.0.0.0:0", n, {&roster}).ok());
+  // No token: nothing to protect. Allowed: the user's call.
+  EXPECT_TRUE(CheckTokenTransport("10.1.2.3:50051", NetOptions()).ok());
+  n.allow_plaintext_token = true;
+  EXPECT_TRUE(CheckTokenTransport("10.1.2.3:50051", n).ok());
+  absl::StatusOr<std::unique_ptr<RoleServer>> open =
+      RoleServer::Start("0.0.0.0:0", n, {&roster});
+  EXPECT_TRUE(open.ok()) << open.status();
+}
+
+TEST(TlsConfig, APartialOrUnreadableSetIsAConfigErrorNamingTheKey) {
+  const testutil::TestDir dir;
+  std::ofstream(dir.File("role.crt")) << "-----BEGIN CERTIFICATE-----\n";
+  Config c;
+  c.origin = "run.yaml";
+  c.cluster.tls_cert = dir.File("role.crt");
+  absl::StatusOr<NetOptions> n = NetOptionsFromConfig(c);
+  ASSERT_FALSE(n.ok());
+  EXPECT_TRUE(IsConfigError(n.status()));
+  EXPECT_NE(n.status().message().find("run.yaml: cluster.tls_key"),
+            std::string::npos)
+      << n.status();
+  c.cluster.tls_key = dir.File("missing.key");
+  c.cluster.tls_ca = dir.File("role.crt");
+  n = NetOptionsFromConfig(c);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("cluster.tls_key"), std::string::npos)
+      << n.status();
+}
+
+}  // namespace
+}  // namespace rlvla3
