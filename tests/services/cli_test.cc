@@ -38,6 +38,22 @@ TEST(Cli, BadConfigValueExits2WithOneLine) {
           ": batcher.max_batch = \"-3\": expected an integer in [1, 4096]\n");
 }
 
+TEST(Cli, ServeRefusesThePlaintextTokenOffLoopbackUnlessAllowed) {
+  const rlvla3::testutil::TestDir dir;
+  std::ofstream(dir.File("token")) << "cli-test-token\n";
+  const std::string token = " --set cluster.token_file=" + dir.File("token");
+  Result r = RunCli("serve learner --listen 0.0.0.0:0 --duration 1" + token);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cluster.allow_plaintext_token"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("cluster.tls_cert"), std::string::npos) << r.output;
+  // A TLS file set alone names the missing key.
+  r = RunCli("serve learner --duration 1 --set cluster.tls_cert=" +
+             dir.File("token"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("cluster.tls_"), std::string::npos) << r.output;
+}
+
 TEST(Cli, ConfigPrintsResolvedValues) {
   Result r = RunCli("config --config " RLVLA3_SOURCE_DIR
                     "/configs/selfcheck.yaml --set run.seed=99");
