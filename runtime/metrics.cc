@@ -148,33 +148,31 @@ Histogram& MetricsRegistry::histogram(const std::string& name,
 }
 
 MetricsSnapshot MetricsRegistry::Snapshot() {
-  std::lock_guard<std::mutex> lock(mu_);
+  const MetricsReading r = Read();
   MetricsSnapshot s;
-  s.elapsed_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
-          .count();
+  s.elapsed_s = r.elapsed_s;
+  std::lock_guard<std::mutex> lock(mu_);
   const double dt = s.elapsed_s - last_snapshot_s_;
-  for (const auto& [name, c] : counters_) {
-    const uint64_t v = c->value();
+  for (const auto& [name, v] : r.counters) {
     const uint64_t prev = last_counter_values_[name];
     s.values.emplace_back(name, static_cast<double>(v));
     s.values.emplace_back(name + "_per_s",
                           dt > 0.0 ? static_cast<double>(v - prev) / dt : 0.0);
     last_counter_values_[name] = v;
   }
-  for (const auto& [name, g] : gauges_) s.values.emplace_back(name, g->value());
-  for (const auto& [name, h] : histograms_) {
-    const HistogramSnapshot hs = h->Snapshot();
+  for (const auto& [name, v] : r.gauges) s.values.emplace_back(name, v);
+  for (const auto& [name, hs] : r.histograms) {
     s.values.emplace_back(name + ".count", static_cast<double>(hs.count));
     s.values.emplace_back(name + ".mean", hs.mean());
     s.values.emplace_back(name + ".p50", hs.Quantile(0.5));
     s.values.emplace_back(name + ".p99", hs.Quantile(0.99));
     s.values.emplace_back(name + ".max", hs.max);
   }
-  for (const auto& [name, st] : stages_) {
-    s.values.emplace_back(name + ".busy_pct", st->busy_percent());
-    s.values.emplace_back(name + ".busy_s",
-                          static_cast<double>(st->busy_ns()) * 1e-9);
+  for (const MetricsReading::Stage& st : r.stages) {
+    const double total = st.busy_s + st.idle_s;
+    s.values.emplace_back(st.name + ".busy_pct",
+                          total <= 0.0 ? 0.0 : 100.0 * st.busy_s / total);
+    s.values.emplace_back(st.name + ".busy_s", st.busy_s);
   }
   last_snapshot_s_ = s.elapsed_s;
   return s;

@@ -73,36 +73,41 @@ void SecretEntry(YAML::Emitter& e, const char* key,
     << (value ? *value : absl::StrCat("<redacted: from ", file, ">"));
 }
 
-Manifest RenderSecret(const ClusterSpec& spec,
-                      const std::optional<std::string>& token) {
+// A Secret NAME-SUFFIX of `entries` (key, value or nullopt, source file).
+struct SecretEntryOf {
+  const char* key;
+  const std::optional<std::string>& value;
+  const std::string& file;
+};
+Manifest RenderSecretOf(const ClusterSpec& spec, const char* suffix,
+                        const std::vector<SecretEntryOf>& entries,
+                        const std::string& comment) {
   YAML::Emitter e;
-  const std::string name = ObjectName(spec, "token");
-  BeginObject(e, spec, "v1", "Secret", name, "token");
+  const std::string name = ObjectName(spec, suffix);
+  BeginObject(e, spec, "v1", "Secret", name, suffix);
   Str(e, "type", "Opaque");
   Key(e, "stringData");
   e << YAML::BeginMap;
-  SecretEntry(e, "token", token, spec.token_file);
+  for (const SecretEntryOf& x : entries) SecretEntry(e, x.key, x.value, x.file);
   e << YAML::EndMap;
-  return Finish(e, "Secret", name,
-                absl::StrCat("The shared token every role checks (", kTokenDir,
-                             "/token in every pod)."));
+  return Finish(e, "Secret", name, comment);
+}
+
+Manifest RenderSecret(const ClusterSpec& spec,
+                      const std::optional<std::string>& token) {
+  return RenderSecretOf(spec, "token", {{"token", token, spec.token_file}},
+                        absl::StrCat("The shared token every role checks (",
+                                     kTokenDir, "/token in every pod)."));
 }
 
 Manifest RenderTlsSecret(const ClusterSpec& spec, const SecretValues& v) {
-  YAML::Emitter e;
-  const std::string name = ObjectName(spec, "tls");
-  BeginObject(e, spec, "v1", "Secret", name, "tls");
-  Str(e, "type", "Opaque");
-  Key(e, "stringData");
-  e << YAML::BeginMap;
-  SecretEntry(e, "tls.crt", v.tls_cert, spec.tls.cert);
-  SecretEntry(e, "tls.key", v.tls_key, spec.tls.key);
-  SecretEntry(e, "ca.crt", v.tls_ca, spec.tls.ca);
-  e << YAML::EndMap;
-  return Finish(
-      e, "Secret", name,
-      absl::StrCat("Mutual TLS between the roles: every pod serves "
-                   "and calls with tls.crt (",
+  return RenderSecretOf(
+      spec, "tls",
+      {{"tls.crt", v.tls_cert, spec.tls.cert},
+       {"tls.key", v.tls_key, spec.tls.key},
+       {"ca.crt", v.tls_ca, spec.tls.ca}},
+      absl::StrCat("Mutual TLS between the roles: every pod serves and calls "
+                   "with tls.crt (",
                    kTlsDir, ") and accepts only peers signed by ca.crt."));
 }
 

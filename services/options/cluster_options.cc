@@ -78,6 +78,20 @@ absl::StatusOr<NetOptions> NetOptionsFromConfig(const Config& c) {
   return n;
 }
 
+absl::Status CheckNetForAddresses(const Config& c,
+                                  const std::vector<std::string>& addresses) {
+  absl::StatusOr<NetOptions> net = NetOptionsFromConfig(c);
+  if (!net.ok()) return net.status();
+  for (const std::string& a : addresses) {
+    if (absl::Status s = CheckTokenTransport(a, *net); !s.ok()) {
+      return ConfigError{c.origin, "cluster.allow_plaintext_token", "false",
+                         std::string(s.message())}
+          .ToStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
 PrometheusOptions PrometheusOptionsOf(const MetricsConfig& m) {
   PrometheusOptions o;
   o.host = m.prometheus_host;

@@ -35,6 +35,12 @@ ClusterLayout LayoutFromConfig(const ClusterConfig& c);
 // limits.
 absl::StatusOr<NetOptions> NetOptionsFromConfig(const Config& c);
 
+// NetOptionsFromConfig's errors, or a config error naming
+// cluster.allow_plaintext_token when the token would cross one of
+// `addresses` (listened on or called) in plaintext off loopback.
+absl::Status CheckNetForAddresses(const Config& c,
+                                  const std::vector<std::string>& addresses);
+
 // A role's /metrics endpoint (metrics.prometheus_*), without labels.
 PrometheusOptions PrometheusOptionsOf(const MetricsConfig& m);
 

@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "runtime/config_schema.h"
 #include "runtime/stop_signal.h"
 #include "services/options/cluster_options.h"
 #include "services/options/engine_config.h"
@@ -26,30 +25,17 @@ absl::StatusOr<RoleSetup> LearnerSetup(const Config& c) {
   return s;
 }
 
-// Every address this role listens on or calls may carry the token as
-// configured (TLS, loopback or allowed plaintext): a config error (exit 2)
-// before anything starts, not a refused connection later.
-absl::Status CheckAddresses(const Config& c, const ServeFlags& flags,
-                            const NetOptions& net) {
-  std::vector<std::string> all = {flags.listen};
-  all.insert(all.end(), flags.learner_ranks.begin(), flags.learner_ranks.end());
-  all.insert(all.end(), flags.inference.begin(), flags.inference.end());
-  for (const std::string& a : all) {
-    if (absl::Status s = CheckTokenTransport(a, net); !s.ok()) {
-      return ConfigError{c.origin, "cluster.allow_plaintext_token", "false",
-                         std::string(s.message())}
-          .ToStatus();
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 int RunServe(const Config& c, const ServeFlags& flags) {
-  absl::StatusOr<NetOptions> net = NetOptionsFromConfig(c);
-  if (!net.ok()) return FailRole(flags.role.c_str(), net.status());
-  if (absl::Status st = CheckAddresses(c, flags, *net); !st.ok()) {
+  // Every address this role listens on or calls may carry the token as
+  // configured: a config error (exit 2) before anything starts.
+  std::vector<std::string> addresses = {flags.listen};
+  addresses.insert(addresses.end(), flags.learner_ranks.begin(),
+                   flags.learner_ranks.end());
+  addresses.insert(addresses.end(), flags.inference.begin(),
+                   flags.inference.end());
+  if (absl::Status st = CheckNetForAddresses(c, addresses); !st.ok()) {
     return FailRole(flags.role.c_str(), st);
   }
   absl::StatusOr<RoleSetup> s =
