@@ -16,7 +16,7 @@ import os
 import random
 import sys
 
-from rlvla3_client import RolloutClient, SegmentBuilder, WireShape
+from rlvla3_client import RolloutClient, SegmentBuilder, Tls, WireShape
 
 
 class ToyEnv:
@@ -48,10 +48,15 @@ def main(argv=None) -> int:
     p.add_argument("--env-ids", default="0")
     p.add_argument("--segments", type=int, default=8, help="per env")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tls", nargs=3, metavar=("CERT", "KEY", "CA"),
+                   help="mutual TLS as the run's cluster.tls_* files")
+    p.add_argument("--tls-server-name", default="")
     a = p.parse_args(argv)
     ids = [int(x) for x in a.env_ids.split(",")]
+    tls = Tls.from_files(*a.tls, server_name=a.tls_server_name) if a.tls \
+        else None
     client = RolloutClient(a.inference, a.learner, ids,
-                           token=os.environ.get("RLVLA3_TOKEN"))
+                           token=os.environ.get("RLVLA3_TOKEN"), tls=tls)
     # Everything else comes from the run: shapes, segment length, tasks.
     settings = client.settings()
     shape = client.shape = WireShape.from_settings(settings)

@@ -8,6 +8,10 @@ and the learner's policy versions arrive on a versions-only SubscribeWeights
 stream. The stubs it imports (rlvla3.v1, rlvla3_health) come with the
 package: `pip install ./services/python`, no C++ build needed.
 
+With `tls=Tls.from_files(cert, key, ca)` it speaks mutual TLS as the roles do
+(cluster.tls_*). Like them, it refuses to send the token in plaintext to an
+address off loopback unless `allow_plaintext_token=True`.
+
 Example:
     client = RolloutClient(inference="127.0.0.1:50052",
                            learner="127.0.0.1:50051",
@@ -32,8 +36,57 @@ import grpc
 from rlvla3.v1 import rollout_pb2, services_pb2, services_pb2_grpc, tensor_pb2
 from rlvla3_health import health_pb2, health_pb2_grpc
 
-__all__ = ["WireShape", "Reply", "RolloutClient", "SegmentBuilder",
+__all__ = ["WireShape", "Reply", "RolloutClient", "SegmentBuilder", "Tls",
            "check_health"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tls:
+    """This client's certificate and key, and the CA that signs the roles'
+    (PEM bytes); server_name: the name checked in a server's certificate
+    (cluster.tls_server_name), empty for the host dialled."""
+    cert_chain: bytes
+    private_key: bytes
+    ca: bytes
+    server_name: str = ""
+
+    @staticmethod
+    def from_files(cert: str, key: str, ca: str,
+                   server_name: str = "") -> "Tls":
+        def read(path):
+            with open(path, "rb") as f:
+                return f.read()
+        return Tls(read(cert), read(key), read(ca), server_name)
+
+
+def _is_loopback(target: str) -> bool:
+    host = target.split("///")[-1]
+    for scheme in ("ipv4:", "ipv6:", "dns:"):
+        if host.startswith(scheme):
+            host = host[len(scheme):]
+    if target.startswith("unix:"):
+        return True
+    host = host.rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _channel(target: str, tls: Optional[Tls], token: Optional[str],
+             allow_plaintext_token: bool = False) -> grpc.Channel:
+    """A channel to `target`: TLS with `tls`, else insecure; a token over
+    plaintext off loopback is refused (ValueError) unless allowed."""
+    if tls is None:
+        if token and not allow_plaintext_token and not _is_loopback(target):
+            raise ValueError(
+                "%s: the token would cross the network in plaintext; pass "
+                "tls=Tls.from_files(...) or allow_plaintext_token=True" %
+                target)
+        return grpc.insecure_channel(target)
+    creds = grpc.ssl_channel_credentials(root_certificates=tls.ca,
+                                         private_key=tls.private_key,
+                                         certificate_chain=tls.cert_chain)
+    options = ([("grpc.ssl_target_name_override", tls.server_name)]
+               if tls.server_name else [])
+    return grpc.secure_channel(target, creds, options=options)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,9 +128,10 @@ def _metadata(token: Optional[str]):
     return (("authorization", "Bearer " + token),) if token else ()
 
 
-def check_health(target: str, timeout: float = 5.0) -> str:
+def check_health(target: str, timeout: float = 5.0,
+                 tls: Optional[Tls] = None) -> str:
     """grpc.health.v1 Check of a server: "SERVING", "NOT_SERVING", ..."""
-    with grpc.insecure_channel(target) as ch:
+    with _channel(target, tls, None) as ch:
         stub = health_pb2_grpc.HealthStub(ch)
         r = stub.Check(health_pb2.HealthCheckRequest(), timeout=timeout)
         return health_pb2.HealthCheckResponse.ServingStatus.Name(r.status)
@@ -88,13 +142,15 @@ class RolloutClient:
 
     def __init__(self, inference: str, learner: str, env_ids: Iterable[int],
                  token: Optional[str] = None,
-                 shape: WireShape = WireShape(), timeout: float = 30.0):
+                 shape: WireShape = WireShape(), timeout: float = 30.0,
+                 tls: Optional[Tls] = None,
+                 allow_plaintext_token: bool = False):
         self.shape = shape
         self.env_ids = set(env_ids)
         self._timeout = timeout
         md = _metadata(token)
-        self._inference = grpc.insecure_channel(inference)
-        self._learner = grpc.insecure_channel(learner)
+        self._inference = _channel(inference, tls, token, allow_plaintext_token)
+        self._learner = _channel(learner, tls, token, allow_plaintext_token)
         grpc.channel_ready_future(self._inference).result(timeout=timeout)
         grpc.channel_ready_future(self._learner).result(timeout=timeout)
         # Act: requests from a queue, replies routed per env.

@@ -1,7 +1,9 @@
 """The Python rollout client (services/python) against the C++ services: a
 learner and an inference server as real `rl-vla3 serve` processes; the toy
 simulator acts as a rollout worker, the learner trains on its segments, health
-checks answer SERVING, a malformed observation is refused naming the field."""
+checks answer SERVING, a malformed observation is refused naming the field;
+over mutual TLS the toy worker trains the learner and a client without the
+certificate is refused; the token never goes out in plaintext off loopback."""
 
 import os
 import re
@@ -11,10 +13,13 @@ import tempfile
 import time
 import unittest
 
+import grpc
+
 sys.path.insert(0, os.path.join(os.environ["RLVLA3_SOURCE_DIR"],
                                 "services", "python", "examples"))
 
-from rlvla3_client import RolloutClient, WireShape, check_health  # noqa: E402
+from rlvla3_client import (RolloutClient, Tls, WireShape,  # noqa: E402
+                           check_health)
 import toy_env_worker  # noqa: E402
 
 BINARY = os.environ["RLVLA3_BINARY"]
@@ -111,6 +116,66 @@ class PythonClientTest(unittest.TestCase):
         client.close()
         # Still serving.
         self.assertEqual(check_health(self.inference_addr), "SERVING")
+
+
+class TlsClientTest(unittest.TestCase):
+    """A learner and an inference server with cluster.tls_* set, the
+    certificates made by scripts/make_cluster_tls.sh when the test starts."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp()
+        tls = os.path.join(cls.dir, "tls")
+        subprocess.run(["bash", os.path.join(os.environ["RLVLA3_SOURCE_DIR"],
+                                             "scripts/make_cluster_tls.sh"),
+                        tls, "python-test", "1"], check=True,
+                       stdout=subprocess.DEVNULL)
+        cls.files = [os.path.join(tls, f)
+                     for f in ("tls.crt", "tls.key", "ca.crt")]
+        keys = []
+        for key, path in zip(("cert", "key", "ca"), cls.files):
+            keys += ["--set", "cluster.tls_%s=%s" % (key, path)]
+        cls.learner, cls.learner_addr = start(
+            "learner", keys + ["--set", "run.out_dir=" + cls.dir], cls.dir)
+        cls.inference, cls.inference_addr = start(
+            "inference", keys + ["--learner", cls.learner_addr], cls.dir)
+
+    @classmethod
+    def tearDownClass(cls):
+        for p in (cls.inference, cls.learner):
+            p.terminate()
+            p.wait(timeout=30)
+
+    def test_toy_worker_trains_the_learner_over_mutual_tls(self):
+        os.environ["RLVLA3_TOKEN"] = TOKEN
+        rc = toy_env_worker.main(["--inference", self.inference_addr,
+                                  "--learner", self.learner_addr,
+                                  "--env-ids", "0,1", "--segments", "4",
+                                  "--tls"] + self.files)
+        self.assertEqual(rc, 0)
+        tls = Tls.from_files(*self.files)
+        self.assertEqual(check_health(self.learner_addr, tls=tls), "SERVING")
+        client = RolloutClient(self.inference_addr, self.learner_addr, [0],
+                               token=TOKEN, tls=tls)
+        deadline = time.time() + 60
+        while client.learner_status().optimizer_steps < 2:
+            self.assertLess(time.time(), deadline, "the learner never trained")
+            time.sleep(0.2)
+        client.close()
+
+    def test_a_client_without_the_certificate_is_refused(self):
+        with self.assertRaises(grpc.FutureTimeoutError):
+            RolloutClient(self.inference_addr, self.learner_addr, [0],
+                          token=TOKEN, timeout=3)
+        with self.assertRaises(grpc.RpcError):
+            check_health(self.learner_addr, timeout=3)
+
+
+class PlaintextTokenTest(unittest.TestCase):
+    def test_the_token_never_goes_out_in_plaintext_off_loopback(self):
+        with self.assertRaises(ValueError) as e:
+            RolloutClient("10.1.2.3:50052", "10.1.2.3:50051", [0], token="t")
+        self.assertIn("plaintext", str(e.exception))
 
 
 if __name__ == "__main__":
