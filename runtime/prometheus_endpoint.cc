@@ -1,5 +1,7 @@
 #include "runtime/prometheus_endpoint.h"
 
+#include <spdlog/spdlog.h>
+
 #include <exception>
 
 #include "absl/status/status.h"
@@ -295,6 +297,17 @@ absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> PrometheusEndpoint::Start(
 }
 
 #endif  // RLVLA3_HAVE_PROMETHEUS
+
+absl::StatusOr<std::unique_ptr<PrometheusEndpoint>>
+PrometheusEndpoint::StartIfAsked(const PrometheusOptions& options,
+                                 MetricsRegistry* metrics,
+                                 const std::string& who) {
+  if (options.port == 0) return nullptr;
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ep =
+      Start(options, metrics);
+  if (ep.ok()) spdlog::info("{}: metrics at {}", who, (*ep)->url());
+  return ep;
+}
 
 PrometheusEndpoint::PrometheusEndpoint(std::unique_ptr<Impl> impl,
                                        std::string host, int port)

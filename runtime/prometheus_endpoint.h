@@ -42,6 +42,11 @@ std::string PrometheusText(
 
 class PrometheusEndpoint {
  public:
+  // What a role does with its config's port: nullptr for 0 (a config's 0
+  // means off), else Start() and a log line "WHO: metrics at URL".
+  static absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> StartIfAsked(
+      const PrometheusOptions& options, MetricsRegistry* metrics,
+      const std::string& who);
   // Serves `metrics` (which must outlive the endpoint) on one HTTP thread,
   // one request per connection; an address in use is an error naming it.
   static absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> Start(

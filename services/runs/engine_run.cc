@@ -244,14 +244,10 @@ absl::StatusOr<EngineRun> RunEngineOnce(const EngineSetup& setup,
       LocalEngine::Create(setup.options, setup.parts);
   if (!engine.ok()) return engine.status();
   LocalEngine& e = **engine;
-  std::unique_ptr<PrometheusEndpoint> endpoint;
-  if (setup.recorder.prometheus.port != 0) {
-    absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ep =
-        PrometheusEndpoint::Start(setup.recorder.prometheus, &e.metrics());
-    if (!ep.ok()) return ep.status();
-    endpoint = *std::move(ep);
-    spdlog::info("train: metrics at {}", endpoint->url());
-  }
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> endpoint =
+      PrometheusEndpoint::StartIfAsked(setup.recorder.prometheus, &e.metrics(),
+                                       "train");
+  if (!endpoint.ok()) return endpoint.status();
   EngineRun run;
   run.run_dir = run_dir;
   run.success_window = setup.recorder.success_window;

@@ -69,14 +69,10 @@ absl::StatusOr<std::unique_ptr<HeartbeatSender>> StartHeartbeats(
 absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ServeMetrics(
     const RoleSetup& s, const char* role, const std::string& index,
     MetricsRegistry* metrics) {
-  if (s.prometheus.port == 0) return nullptr;
   PrometheusOptions o = s.prometheus;
   o.labels = {{"role", role}};
   if (!index.empty()) o.labels.emplace_back("index", index);
-  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ep =
-      PrometheusEndpoint::Start(o, metrics);
-  if (ep.ok()) spdlog::info("{}: metrics at {}", role, (*ep)->url());
-  return ep;
+  return PrometheusEndpoint::StartIfAsked(o, metrics, role);
 }
 
 int FailRole(const char* role, const absl::Status& s) {

@@ -117,6 +117,14 @@ TEST(PrometheusEndpoint, ScrapeSeesTheRegistryAsItIsNow) {
   EXPECT_GT(m.Snapshot().Get("trained_samples_per_s"), 0);
 }
 
+TEST(PrometheusEndpoint, AConfigsPortZeroMeansOff) {
+  MetricsRegistry m;
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> off =
+      PrometheusEndpoint::StartIfAsked({"127.0.0.1", 0, {}}, &m, "test");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(*off, nullptr);
+}
+
 TEST(PrometheusEndpoint, AnAddressInUseIsAnErrorNamingIt) {
   MetricsRegistry m;
   absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> first =
