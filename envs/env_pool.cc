@@ -270,6 +270,10 @@ void EnvPool::SetNextReset(int env_id, int init_id) {
   slot.needs_reset = true;
 }
 
+void EnvPool::SkipImagesOnNextStep(int env_id) {
+  impl_->state.slots[env_id]->skip_images = true;
+}
+
 const SimEnv& EnvPool::env(int env_id) const {
   return *impl_->state.slots[env_id]->env;
 }

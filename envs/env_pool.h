@@ -161,6 +161,11 @@ class EnvPool {
   // stepping it (after an episode end: instead of a reset drawn from its own
   // seed). Only between Recv (or on_ready) returning it and the next Send.
   void SetNextReset(int env_id, int init_id);
+  // The next Send to this env steps it without drawing its cameras, when
+  // nothing will read that step's images (SimEnv::SkipImagesOnNextStep: an
+  // episode's last step is drawn all the same). For the next Send only. Only
+  // between Recv (or on_ready) returning it and the next Send.
+  void SkipImagesOnNextStep(int env_id);
   // The env itself (e.g. for a scripted expert reading privileged state).
   // Only between Recv returning it and the next Send for it.
   const SimEnv& env(int env_id) const;

@@ -42,6 +42,7 @@ struct EnvSlot {
   std::atomic<bool> pending{false};  // an action is queued or being stepped
   bool needs_reset = false;          // the last state ended its episode
   int next_init = -1;                // init state of the next reset (-1: own)
+  bool skip_images = false;          // the next step need not draw (Send's)
   EnvState state;
   std::mt19937_64 latency_rng;
   int64_t stepped = 0;  // steps asked of it, across episodes (fault plans)

@@ -192,6 +192,8 @@ absl::Status EnvWorker::StepAndCheck(int id) {
     std::this_thread::sleep_for(
         std::chrono::duration<double>(options_.faults.hang_s));
   }
+  if (slot.skip_images) env.SkipImagesOnNextStep();
+  slot.skip_images = false;
   absl::StatusOr<StepResult> r =
       env.Step(absl::MakeConstSpan(slot.action, kActionDim));
   if (!r.ok()) {
@@ -239,6 +241,7 @@ EnvWorker::StepTiming EnvWorker::StepEnv(int id) {
   } catch (const std::exception& e) {
     fault = absl::InternalError(absl::StrCat("the env crashed: ", e.what()));
   }
+  slot.skip_images = false;  // a reset or a crash drew, or owes, a new frame
   const double deadline_s = options_.step_deadline_s;
   const double took_s =
       std::chrono::duration<double>(Clock::now() - t0).count();

@@ -1,5 +1,6 @@
 #include "envs/manipulation_env.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -85,7 +86,9 @@ ManipulationEnv::ManipulationEnv(std::shared_ptr<const TaskModel> task,
 }
 
 void ManipulationEnv::Reset() {
-  Reset(static_cast<int>(rng_() % static_cast<uint64_t>(kInitStatesPerTask)));
+  const uint64_t count =
+      static_cast<uint64_t>(std::max(1, options_.init_count));
+  Reset(options_.init_first + static_cast<int>(rng_() % count));
 }
 
 void ManipulationEnv::Reset(int init_id) {
@@ -151,6 +154,8 @@ absl::StatusOr<StepResult> ManipulationEnv::Step(
     }
   }
   const int64_t began = SteadyNowNs();
+  const bool skip_images = skip_images_;
+  skip_images_ = false;
   const mjModel* m = model();
   mjData* d = data_.get();
   const ArmController& arm = task_->controller();
@@ -181,11 +186,11 @@ absl::StatusOr<StepResult> ManipulationEnv::Step(
     r.reward = -0.1f * static_cast<float>(
                            std::hypot(a[0] - e[0], a[1] - e[1], a[2] - e[2]));
   }
-  Observe(began);
+  Observe(began, !skip_images || r.done || r.truncated);
   return r;
 }
 
-void ManipulationEnv::Observe(int64_t began_ns) {
+void ManipulationEnv::Observe(int64_t began_ns, bool images) {
   mjData* d = data_.get();
   double pos[3], quat[4], rotvec[3], fingers[2];
   task_->controller().EefPose(d, pos, quat);
@@ -198,7 +203,7 @@ void ManipulationEnv::Observe(int64_t began_ns) {
   obs_.proprio[6] = static_cast<float>(fingers[0]);
   obs_.proprio[7] = static_cast<float>(fingers[1]);
   phases_ = StepPhases{(SteadyNowNs() - began_ns) / 1e6, 0, 0};
-  if (renderer_) {
+  if (renderer_ && images) {
     RenderTimes t;
     renderer_->Draw(model(), d, agentview_cam_, obs_.agentview.data(), &t);
     renderer_->Draw(model(), d, wrist_cam_, obs_.wrist.data(), &t);

@@ -56,6 +56,10 @@ struct EnvOptions {
   int image_height = 128;
   bool render = true;         // false: images stay zero (physics-only use)
   int max_episode_steps = 0;  // the horizon (0: the task's max_steps)
+  // Reset() without an init_id draws from init_first .. init_first +
+  // init_count - 1 (the scripted experts' demos: sft.init_state*).
+  int init_first = 0;
+  int init_count = 50;
   // Who renders (envs/egl_context.h); the env pool resolves kAuto for its
   // worker count.
   RenderBackend render_backend = RenderBackend::kAuto;
@@ -113,6 +117,7 @@ class ManipulationEnv final : public SimEnv {
   // rejected (InvalidArgument naming the env), and nothing is stepped.
   absl::StatusOr<StepResult> Step(absl::Span<const float> action) override;
 
+  void SkipImagesOnNextStep() override { skip_images_ = true; }
   const Observation& observation() const override { return obs_; }
   const StepPhases& phases() const override { return phases_; }
   const TaskModel& task() const { return *task_; }
@@ -127,8 +132,9 @@ class ManipulationEnv final : public SimEnv {
  private:
   ManipulationEnv(std::shared_ptr<const TaskModel> task, const EnvOptions& o,
                   MjDataPtr data, uint64_t seed, int env_id);
-  // Fills the observation; `began_ns`: when the step's physics began.
-  void Observe(int64_t began_ns);
+  // Fills the observation; `began_ns`: when the step's physics began;
+  // `images`: draw the cameras (else they keep the last drawn frame).
+  void Observe(int64_t began_ns, bool images = true);
   bool Unstable() const;
 
   std::shared_ptr<const TaskModel> task_;
@@ -143,6 +149,7 @@ class ManipulationEnv final : public SimEnv {
   int step_ = 0;
   uint64_t episode_ = 0;
   bool episode_started_ = false;
+  bool skip_images_ = false;  // SkipImagesOnNextStep, for the next Step
   Observation obs_;
   StepPhases phases_;
 };

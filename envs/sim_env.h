@@ -61,6 +61,13 @@ class SimEnv {
   // One control step. A malformed action (size, NaN/Inf) is rejected with
   // InvalidArgument and nothing is stepped.
   virtual absl::StatusOr<StepResult> Step(absl::Span<const float> action) = 0;
+  // The next Step need not draw the cameras: nothing reads its images (a
+  // decision reads only the observation after its last executed step). The
+  // images then keep the last drawn frame; the proprio is always current. A
+  // step that ends the episode (done, truncated) is drawn all the same, as
+  // its final observation may be read. Applies to the next Step only; an env
+  // without cameras ignores it.
+  virtual void SkipImagesOnNextStep() {}
   virtual const Observation& observation() const = 0;
   virtual const StepPhases& phases() const = 0;
   virtual int init_id() const = 0;

@@ -221,6 +221,10 @@ void DescribeSft(Config* c, ConfigSchema* s) {
   s->Real("sft.label_sigma_bins", &c->sft.label_sigma_bins,
           {0.0, false, 64.0, false},
           "soft targets: Gaussian width over neighbouring bins (0 = one-hot)");
+  s->Int("sft.init_state_first", &c->sft.init_state_first, {0, 100000000},
+         "first initial state the demos draw from");
+  s->Int("sft.init_states", &c->sft.init_states, {1, 100000000},
+         "initial states the demos draw from (sft.init_state_first on)");
   s->Int("sft.eval_episodes", &c->sft.eval_episodes, {0, 50},
          "evaluation episodes per task");
   s->Int("sft.execute_steps", &c->sft.execute_steps, {1, 64},
@@ -292,8 +296,12 @@ void DescribeRlOptimizer(Config* c, ConfigSchema* s) {
       "rl.normalize_advantages", &c->rl.normalize_advantages,
       "PPO: normalise advantages by running moments (about one global batch)");
   s->Real("rl.target_kl", &c->rl.target_kl, {0.0, false, 10.0, false},
-          "adaptive learning rate: KL(before || after) per decision that one "
-          "update aims at (0: fixed rl.lr)");
+          "adaptive learning rate: KL(before || after) per action token "
+          "(executed chunk step x action dimension) that one update aims at "
+          "(0: fixed rl.lr)");
+  s->Real("rl.kl_stop", &c->rl.kl_stop, {0.0, false, 10.0, false},
+          "PPO epochs: a minibatch whose KL(proximal || current) per action "
+          "token exceeds this is not stepped and ends the update (0: off)");
   s->Real("rl.lr_min", &c->rl.lr_min, {0.0, true, 1.0, false},
           "lower bound of the adaptive learning rate");
   s->Real("rl.lr_max", &c->rl.lr_max, {0.0, true, 1.0, false},

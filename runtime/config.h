@@ -161,6 +161,10 @@ struct SftConfig {
   int64_t augment_shift_px = 0;  // random image shift (DrQ) in pixels; 0: off
   double label_sigma_bins =
       2.0;  // soft BC targets: Gaussian width in bins (0 = one-hot)
+  // Initial states the demos start from: init_state_first ..
+  // init_state_first + init_states - 1 (disjoint from eval's held-out ones).
+  int64_t init_state_first = 0;
+  int64_t init_states = 50;
   int64_t eval_episodes = 10;  // per task, initial states 0..n-1
   int64_t execute_steps = 1;   // chunk steps executed before re-planning
   std::string checkpoint =
@@ -195,7 +199,8 @@ struct RlConfig {
   double negative_advantage_weight = 1.0;  // scale of negative advantages
   int64_t critic_warmup_steps = 0;   // first steps train the value head only
   bool normalize_advantages = true;  // PPO: by running moments
-  double target_kl = 0.0;  // adaptive lr: KL per decision per step (0: off)
+  double target_kl = 0.0;  // adaptive lr: KL per action token (0: off)
+  double kl_stop = 0.0;    // end an update past this KL per token (0: off)
   double lr_min = 1e-7, lr_max = 1e-3;  // bounds of the adaptive lr
   double lr_adapt_factor = 1.5;         // its multiplicative step
   // > 0: RL starts with every action dimension at this sampling temperature

@@ -13,6 +13,8 @@ namespace rlvla3 {
 void KlAdaptiveLr::Record(const PolicyInput& in, const at::Tensor& tokens,
                           const at::Tensor& mask, const at::Tensor& log_probs) {
   if (!enabled()) return;
+  // The update's largest micro-batch: not a short leftover.
+  if (has_probe() && log_probs.size(0) <= log_probs_.size(0)) return;
   in_ = in;
   tokens_ = tokens;
   mask_ = mask;
@@ -21,9 +23,12 @@ void KlAdaptiveLr::Record(const PolicyInput& in, const at::Tensor& tokens,
 
 double KlAdaptiveLr::StepKl(const at::Tensor& log_probs_after) const {
   // k3 estimator of KL(before || after) on actions drawn from (about) the
-  // policy before the step: r - 1 - log r >= 0, r = p_after / p_before.
+  // policy before the step: r - 1 - log r >= 0, r = p_after / p_before; per
+  // decision, then per action token (its executed steps x dimensions).
   const at::Tensor log_r = (log_probs_after * mask_).sum(1) - log_probs_;
-  return ((log_r.exp() - 1) - log_r).mean().item<double>();
+  const at::Tensor tokens = mask_.sum() * static_cast<double>(tokens_.size(-1));
+  return (((log_r.exp() - 1) - log_r).sum() / tokens.clamp_min(1))
+      .item<double>();
 }
 
 double KlAdaptiveLr::Adapt(double step_kl) {

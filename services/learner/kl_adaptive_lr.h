@@ -1,10 +1,11 @@
 // File: services/learner/kl_adaptive_lr.h
 // -----------------------------------------------------------------------------
 // KlAdaptiveLr: the learner's adaptive step size for the policy weights (as
-// rsl_rl's PPO). While an update trains, the last micro-batch is kept as a
+// rsl_rl's PPO). While an update trains, its largest micro-batch is kept as a
 // probe together with its log-probs before the step (Record); after the
 // optimizer step the caller evaluates the probe again and StepKl estimates
-// KL(before || after) per decision. Adapt then divides the rate by `factor`
+// KL(before || after) per action token (a decision's KL over its executed
+// steps x action dimensions). Adapt then divides the rate by `factor`
 // when that KL exceeds 2 x target_kl and multiplies it by `factor` below
 // target_kl / 2, within [lr_min, lr_max]. target_kl = 0 keeps the rate fixed
 // and records no probe. It owns no optimizer: the caller hands the rate on.
@@ -45,7 +46,8 @@ class KlAdaptiveLr {
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
 
-  // Keeps a micro-batch as the probe (enabled only; else a no-op): its
+  // Keeps a micro-batch as the probe unless one at least as large is kept
+  // (enabled only; else a no-op): its
   // inputs, taken tokens, executed-step mask [B, K] and the log-probs of its
   // executed steps summed per decision [B] before the step.
   void Record(const PolicyInput& in, const at::Tensor& tokens,
@@ -53,7 +55,7 @@ class KlAdaptiveLr {
   bool has_probe() const { return log_probs_.defined(); }
   const PolicyInput& probe_input() const { return in_; }
   const at::Tensor& probe_tokens() const { return tokens_; }
-  // k3 estimate of KL(before || after) per decision, from the probe's
+  // k3 estimate of KL(before || after) per action token, from the probe's
   // per-step log-probs [B, K] after the step (reads it to the host).
   double StepKl(const at::Tensor& log_probs_after) const;
   // The rate after a step of KL `step_kl` (non-finite: unchanged).

@@ -181,7 +181,11 @@ PpoLossTerms LearnerCore::Loss(const MicroBatch& mb, const EvalResult& e,
     lo.entropy_coef = 0;
   }
   rate_.Record(mb.in, mb.tokens, mb.mask, prox_steps.sum(1));
-  return DecoupledPpoLoss(li, lo);
+  PpoLossTerms terms = DecoupledPpoLoss(li, lo);
+  const at::Tensor log_r = (steps.sum(1) - prox_steps.sum(1)).detach();
+  terms.decision_kl_sum = ((log_r.exp() - 1) - log_r).sum();
+  terms.tokens = mb.mask.sum() * static_cast<double>(mb.tokens.size(-1));
+  return terms;
 }
 
 void LearnerCore::TrainMicroBatch() {
@@ -229,7 +233,10 @@ void LearnerCore::LossSums::Add(const PpoLossTerms& t, const at::Tensor& loss) {
       t.is_weight.max(),
       r.sum(),
       r.min(),
-      r.max()};
+      r.max(),
+      t.decision_kl_sum,
+      t.tokens,
+      torch::scalar_tensor(static_cast<double>(r.size(0)), r.options())};
   for (int f = 0; f < kFields; ++f) {
     if (!v[f].defined()) {
       v[f] = add[f];

@@ -96,11 +96,16 @@ struct LearnerOptions {
   bool overlap_allreduce = true;
   int64_t critic_warmup_steps = 0;  // PPO: value loss only for these steps
   // Adaptive step size (as rsl_rl's PPO): after each update the
-  // policy change is measured as KL(before || after) per decision on the last
-  // micro-batch; the weights' rate is divided by `lr_adapt_factor` when that
-  // KL exceeds 2 x target_kl and multiplied by it below target_kl / 2,
-  // within [lr_min, lr_max]. 0 keeps `lr` fixed.
+  // policy change is measured as KL(before || after) per action token (a
+  // decision's KL over its executed steps x action dimensions) on the
+  // update's largest micro-batch; the weights' rate is divided by
+  // `lr_adapt_factor` when that KL exceeds 2 x target_kl and multiplied by it
+  // below target_kl / 2, within [lr_min, lr_max]. 0 keeps `lr` fixed.
   double target_kl = 0.0;
+  // Early stop (PPO epochs): a minibatch whose KL(prox || theta) per action
+  // token, measured in its own forward pass, exceeds this is not stepped,
+  // and the update ends there (0: off).
+  double kl_stop = 0.0;
   double lr_min = 1e-7, lr_max = 1e-3, lr_adapt_factor = 1.5;
   // PPO epochs: each global batch is trained for `ppo_epochs` passes, each
   // pass `minibatches` shuffled minibatches with one optimizer step each.
@@ -135,14 +140,18 @@ struct LearnerStepStats {
   double clip_fraction = 0, approx_kl = 0, grad_norm = 0;
   double is_weight_min = 0, is_weight_mean = 0, is_weight_max = 0;
   double lag_min = 0, lag_mean = 0, lag_max = 0;
-  // KL(before || after) of this step per decision (target_kl > 0 only) and
-  // the weights' learning rate for the next step.
+  // KL(before || after) of this step per action token (target_kl > 0 only)
+  // and the weights' learning rate for the next step.
   double step_kl = 0, lr = 0;
+  // KL(prox || theta) per action token over the update's trained samples
+  // (each epoch's mean, then over epochs), and whether kl_stop ended it.
+  double token_kl = 0;
+  bool kl_stopped = false;
   // PPO epochs: ratio pi_theta / pi_prox over every trained sample, and the
   // clip fraction and approximate KL(prox || theta) of each epoch.
   int optimizer_steps = 0;  // minibatch steps taken in this update
   double ratio_min = 1, ratio_mean = 1, ratio_max = 1;
-  std::vector<double> epoch_clip_fraction, epoch_approx_kl;
+  std::vector<double> epoch_clip_fraction, epoch_approx_kl, epoch_token_kl;
   // GRPO: groups completed since the last update, and those whose returns
   // differed (the informative ones; the rest were not trained).
   int64_t groups = 0, informative_groups = 0;
@@ -239,6 +248,9 @@ class LearnerCore {
       kRatioSum,
       kRatioMin,
       kRatioMax,
+      kDecisionKl,  // k3 of KL(prox || theta) per decision, summed
+      kTokens,      // the action tokens of the decisions
+      kSamples,     // the decisions
       kFields
     };
     at::Tensor v[kFields];
@@ -284,8 +296,8 @@ class LearnerCore {
   void ResetGlobalBatch();
   // The GRPO group counts of this update, then reset.
   void TakeGroupCounts(LearnerStepStats* st);
-  // KL(before || after) of the step just taken, per decision of the KL
-  // probe (the last micro-batch).
+  // KL(before || after) of the step just taken, per action token of the KL
+  // probe (the update's largest micro-batch).
   double MeasureStepKl();
 
   // learner_staging.cc: micro-batches onto the learner's device.
@@ -308,7 +320,8 @@ class LearnerCore {
   bool TrainEpochs(const EpochPlan& plan, std::vector<LossSums>* epoch_sums,
                    LearnerStepStats* st);
   // Forward/backward over the shuffled samples order[lo, hi): one minibatch;
-  // returns its summed loss (a tensor, no host read).
+  // returns its summed loss, its summed decision KL(prox || theta) and its
+  // tokens, [3] (a tensor, no host read).
   at::Tensor TrainMinibatch(const EpochPlan& plan,
                             const std::vector<int64_t>& order, int64_t lo,
                             int64_t hi, LossSums* sums);

@@ -112,18 +112,29 @@ bool LearnerCore::TrainEpochs(const EpochPlan& plan,
     LossSums& sums = epoch_sums->emplace_back();
     for (int m = 0; m < minibatches; ++m) {
       const int64_t lo = n * m / minibatches, hi = n * (m + 1) / minibatches;
-      const at::Tensor mb_loss = TrainMinibatch(plan, order, lo, hi, &sums);
+      const at::Tensor mb = TrainMinibatch(plan, order, lo, hi, &sums);
       // One host read per minibatch step: its loss and gradient norm decide
-      // whether the step is taken.
+      // whether the step is taken, and its KL per token whether the update
+      // goes on.
       const at::Tensor check =
-          torch::stack({mb_loss.to(torch::kDouble),
-                        optimizer_->ClipGradients(grad_scale_)})
-              .to(torch::kCPU);
-      const double loss_value = check[0].item<double>();
-      st->grad_norm = check[1].item<double>();
-      if (optimizer_->AnyOnAnyRank(!std::isfinite(loss_value) ||
+          torch::cat({mb.to(torch::kDouble),
+                      optimizer_->ClipGradients(grad_scale_).reshape({1})})
+              .to(torch::kCPU)
+              .contiguous();
+      const double* c = check.data_ptr<double>();
+      st->grad_norm = c[3];
+      if (optimizer_->AnyOnAnyRank(!std::isfinite(c[0]) ||
                                    !std::isfinite(st->grad_norm))) {
         return false;
+      }
+      const double token_kl = c[2] > 0 ? c[1] / c[2] : 0;
+      if (options_.kl_stop > 0 &&
+          optimizer_->AnyOnAnyRank(token_kl > options_.kl_stop)) {
+        // The policy moved far enough from the proximal one: this step and
+        // the rest of the update are skipped (as Stable-Baselines' PPO).
+        st->kl_stopped = true;
+        optimizer_->ZeroGradients();
+        return true;
       }
       optimizer_->Step();
       optimizer_->ZeroGradients();
@@ -138,6 +149,7 @@ at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
                                        int64_t lo, int64_t hi, LossSums* sums) {
   at::Tensor mb_loss =
       torch::zeros({}, torch::TensorOptions().device(options_.device));
+  at::Tensor kl_sum = torch::zeros_like(mb_loss), tokens = kl_sum;
   std::vector<int64_t> idx;
   std::vector<SampleRef> refs;
   idx.reserve(static_cast<size_t>(options_.micro_batch));
@@ -161,9 +173,11 @@ at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
     const at::Tensor loss = terms.loss * loss_scale_;
     optimizer_->Backward(loss, /*last_of_step=*/j == hi);
     mb_loss = mb_loss + loss.detach();
+    kl_sum = kl_sum + terms.decision_kl_sum;
+    tokens = tokens + terms.tokens;
     sums->Add(terms, loss.detach());
   }
-  return mb_loss;
+  return torch::stack({mb_loss, kl_sum, tokens});
 }
 
 void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
@@ -177,15 +191,19 @@ void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
   const at::Tensor all =
       torch::stack(packed).to(torch::kCPU).contiguous();  // [epochs, fields]
   const double* v = all.data_ptr<double>();
-  const double per_epoch = static_cast<double>(n);
-  const double trained = per_epoch * static_cast<double>(packed.size());
+  // An epoch ended by kl_stop holds fewer than n samples.
+  double trained = 0;
+  for (size_t k = 0; k < packed.size(); ++k)
+    trained += v[k * LossSums::kFields + LossSums::kSamples];
   const double passes =
       static_cast<double>(minibatches) * static_cast<double>(packed.size());
   double total[LossSums::kFields] = {};
+  double total_token_kl = 0;
   st->is_weight_min = st->ratio_min = std::numeric_limits<double>::infinity();
   st->is_weight_max = st->ratio_max = -std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < packed.size(); ++k) {
     const double* e = v + k * LossSums::kFields;
+    const double per_epoch = std::max(1.0, e[LossSums::kSamples]);
     for (int f = 0; f < LossSums::kFields; ++f) total[f] += e[f];
     st->is_weight_min = std::min(st->is_weight_min, e[LossSums::kIsMin]);
     st->is_weight_max = std::max(st->is_weight_max, e[LossSums::kIsMax]);
@@ -193,7 +211,12 @@ void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
     st->ratio_max = std::max(st->ratio_max, e[LossSums::kRatioMax]);
     st->epoch_clip_fraction.push_back(e[LossSums::kClipped] / per_epoch);
     st->epoch_approx_kl.push_back(e[LossSums::kProxKl] / per_epoch);
+    const double tokens = e[LossSums::kTokens];
+    st->epoch_token_kl.push_back(tokens > 0 ? e[LossSums::kDecisionKl] / tokens
+                                            : 0);
+    total_token_kl += st->epoch_token_kl.back();
   }
+  st->token_kl = total_token_kl / static_cast<double>(packed.size());
   st->loss = total[LossSums::kLoss] / passes;
   st->policy_loss = total[LossSums::kPolicy] / passes;
   st->value_loss = total[LossSums::kValue] / passes;

@@ -64,6 +64,10 @@ struct PpoLossTerms {
   at::Tensor is_weight;  // [B] truncated behaviour IS weight
   at::Tensor ratio;      // [B] pi_theta / pi_prox (detached)
   at::Tensor approx_kl;  // [B] log pi_behav - log pi_theta (detached)
+  // Set by the learner (not DecoupledPpoLoss): the k3 estimate of
+  // KL(prox || theta) summed over the decisions, and the action tokens they
+  // hold (executed steps x action dimensions), for a KL per token.
+  at::Tensor decision_kl_sum, tokens;
 };
 
 PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in,

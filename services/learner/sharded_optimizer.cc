@@ -25,8 +25,13 @@ void ShardedOptimizer::Build(TrainablePolicy& policy) {
   // policy's log-std, it needs a far larger step than the weights to move
   // within a run) and everything else.
   TrainablePolicy::ParameterGroups g = policy.Parameters();
-  for (auto* group : {&g.weights, &g.value, &g.action_scale})
+  const double rates[] = {options_.lr, options_.value_lr,
+                          options_.action_scale_lr};
+  int k = 0;
+  for (auto* group : {&g.weights, &g.value, &g.action_scale}) {
     params_.insert(params_.end(), group->begin(), group->end());
+    frozen_.insert(frozen_.end(), group->size(), rates[k++] == 0.0);
+  }
   // ZeRO-1: this rank's optimizer holds only the parameters it owns.
   std::vector<int64_t> numels;
   for (const at::Tensor& p : params_) numels.push_back(p.numel());
@@ -153,8 +158,9 @@ at::Tensor ShardedOptimizer::ClipGradients(double scale) {
   overlapped_ = false;
   std::vector<at::Tensor> grads;
   grads.reserve(params_.size());
-  for (const auto& p : params_) {
-    if (p.grad().defined()) grads.push_back(p.grad());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].grad().defined() && !frozen_[i])
+      grads.push_back(params_[i].grad());
   }
   if (grads.empty()) {
     return torch::zeros({},

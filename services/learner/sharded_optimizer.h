@@ -104,6 +104,9 @@ class ShardedOptimizer {
   const ShardedOptimizerOptions options_;
   GradientReducer* reducer_;
   std::vector<at::Tensor> params_;  // every trainable parameter
+  // params_[i] is in a group at rate 0 (e.g. the log-temperatures at
+  // action_scale_lr 0): never moved, so left out of the clipped norm.
+  std::vector<bool> frozen_;
   std::vector<int> owners_;  // the rank whose optimizer updates params_[i]
   bool overlapped_ = false;  // the reducer holds this step's gradients
   absl::Status group_error_;

@@ -45,6 +45,7 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   lo.normalize_advantages = rl.normalize_advantages;
   lo.critic_warmup_steps = rl.critic_warmup_steps;
   lo.target_kl = rl.target_kl;
+  lo.kl_stop = rl.kl_stop;
   lo.lr_min = rl.lr_min;
   lo.lr_max = rl.lr_max;
   lo.lr_adapt_factor = rl.lr_adapt_factor;

@@ -54,6 +54,14 @@ absl::StatusOr<ProcessesRunSetup> ProcessesRunSetupOf(const Config& c,
   return p;
 }
 
+std::vector<int> EnvStageImageIntervals(const Config& c) {
+  std::vector<int> out = {1};
+  const int run =
+      static_cast<int>(std::min<int64_t>(c.rl.execute_steps, c.policy.chunk));
+  if (run > 1) out.push_back(run);
+  return out;
+}
+
 absl::StatusOr<EnvPoolOptions> EnvPoolOptionsOfRun(const Config& c) {
   absl::StatusOr<std::vector<TaskSpec>> tasks =
       ResolveTaskList(c.env.tasks, "env.tasks");

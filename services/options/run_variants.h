@@ -31,6 +31,11 @@ Config ConfigInMode(const Config& c, const std::string& mode);
 // The run's env pool: env.tasks resolved, the env.* and threads.* keys.
 absl::StatusOr<EnvPoolOptions> EnvPoolOptionsOfRun(const Config& c);
 
+// How often the env stage draws images: every step (1), and, where a
+// decision executes more than one chunk step (rl.execute_steps, at most
+// policy.chunk), as the run draws them. `bench --env-workers` measures each.
+std::vector<int> EnvStageImageIntervals(const Config& c);
+
 // The bench's env stage as processes: each of cluster.rollout_workers
 // processes runs the env stage alone with the run's workers and envs; the
 // config they read is written under `dir`.

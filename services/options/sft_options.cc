@@ -22,6 +22,8 @@ EvalOptions EvalOptionsFromConfig(const Config& c) {
 DemoOptions DemoOptionsFromConfig(const Config& c) {
   DemoOptions o;
   o.env = EnvOptionsFromConfig(c);
+  o.env.init_first = static_cast<int>(c.sft.init_state_first);
+  o.env.init_count = static_cast<int>(c.sft.init_states);
   o.num_envs = c.env.num_envs;
   o.num_threads = static_cast<int>(c.threads.env_workers);
   o.lp_num_threads = static_cast<int>(c.threads.lp_num_threads);

@@ -239,6 +239,7 @@ struct RolloutWorker::Impl {
         c.episode_start_env_frame = c.env_frames;
       }
       std::memcpy(c.actions, r.actions, sizeof(float) * ka);
+      SkipUnreadImages(r.env, 0);
       ids.push_back(r.env);
       first.insert(first.end(), c.actions, c.actions + kActionDim);
       wait_for_action_ms->Observe((now - c.submit_ns) / 1e6);
@@ -349,7 +350,14 @@ struct RolloutWorker::Impl {
     Fail(pool->Send(absl::MakeConstSpan(&id, 1),
                     absl::MakeConstSpan(zero, kActionDim)));
   }
+  // Chunk step k's images are read only if it is the decision's last
+  // executed step (the next decision's observation); the pool draws an
+  // episode's last step whatever this says.
+  void SkipUnreadImages(int env, int k) {
+    if (k + 1 < options.execute_steps) pool->SkipImagesOnNextStep(env);
+  }
   void SendAction(int env, int k) {
+    SkipUnreadImages(env, k);
     const int id = env;
     Fail(pool->Send(absl::MakeConstSpan(&id, 1),
                     absl::MakeConstSpan(cursors[env].actions + k * kActionDim,

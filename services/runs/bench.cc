@@ -97,7 +97,8 @@ absl::Status ProbeMoreEnvWorkers(EnvPoolOptions pool, int cores, double seconds,
   const int more = std::min({2 * a->env.workers, pool.num_envs, cores});
   if (more <= a->env.workers) return absl::OkStatus();
   pool.num_threads = more;
-  absl::StatusOr<EnvStageFigures> probe = MeasureEnvStage(pool, seconds);
+  absl::StatusOr<EnvStageFigures> probe =
+      MeasureEnvStage(pool, seconds, a->env.execute_steps);
   if (!probe.ok()) return probe.status();
   a->env_probe_workers = more;
   a->env_probe_frames_per_s = probe->frames_per_s;
@@ -135,7 +136,8 @@ absl::Status BenchStagesAlone(const LocalEngineOptions& o,
   const EnvPoolOptions& pool = o.rollout.pool;
   const double stage_s = std::max(3.0, duration_s / 4);
   spdlog::info("bench: each stage alone for {:.0f} s", stage_s);
-  absl::StatusOr<EnvStageFigures> env = MeasureEnvStage(pool, stage_s);
+  absl::StatusOr<EnvStageFigures> env =
+      MeasureEnvStage(pool, stage_s, o.rollout.execute_steps);
   if (!env.ok()) return env.status();
   r->alone.env = *env;
   BenchInference(o, parts, stage_s, &r->alone);
@@ -298,7 +300,8 @@ absl::StatusOr<EnvScaling> RunBenchEnvScaling(const Config& c,
                                               double seconds) {
   absl::StatusOr<EnvPoolOptions> pool = EnvPoolOptionsOfRun(c);
   if (!pool.ok()) return pool.status();
-  return RunEnvScaling(*pool, workers, envs_per_worker, seconds);
+  return RunEnvScaling(*pool, workers, envs_per_worker, seconds,
+                       EnvStageImageIntervals(c));
 }
 
 ProcessesBound ProcessesLimit(const BenchResult& r) {

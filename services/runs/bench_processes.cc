@@ -72,14 +72,15 @@ void SleepUnlessStopped(double seconds) {
   }
 }
 
-// "frames_per_s" of the first point of an env_scaling.json.
+// "frames_per_s" of the last point of an env_scaling.json: one worker count,
+// images drawn as the run draws them (rl.execute_steps, the last point).
 absl::StatusOr<double> ReadFramesPerS(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   const std::string s = text.str();
   const std::string key = "\"frames_per_s\": ";
-  const size_t at = s.find(key);
+  const size_t at = s.rfind(key);
   double v = 0;
   if (at == std::string::npos ||
       !absl::SimpleAtod(s.substr(at + key.size(),

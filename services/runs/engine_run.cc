@@ -140,7 +140,7 @@ class IntervalRecorder {
           "policy_lag_mean", "policy_lag_max", "s_per_step",
           "inference_batch_size.mean", "clip_fraction", "approx_kl",
           "is_weight_mean", "loss", "entropy", "dropped_samples",
-          "grpo_informative_fraction", "step_kl", "lr"}) {
+          "grpo_informative_fraction", "step_kl", "token_kl", "lr"}) {
       tfevents_->Scalar(k, s.Get(k), step);
     }
     tfevents_->Scalar("busy_pct/env", p.busy_env, step);

@@ -29,12 +29,15 @@ double ProcessCpuSeconds() {
 }  // namespace
 
 absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
-                                                double seconds) {
+                                                double seconds,
+                                                int execute_steps) {
   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
   if (!pool.ok()) return pool.status();
   EnvPool& p = **pool;
   std::vector<int> ready;
   std::vector<float> zeros;
+  // Each env's chunk step, as a rollout worker's decisions step it.
+  std::vector<int> chunk_pos(static_cast<size_t>(p.num_envs()), 0);
   const double cpu0 = ProcessCpuSeconds();
   const auto t0 = Clock::now();
   const uint64_t steps0 = p.stats().steps;
@@ -43,6 +46,12 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
     if (absl::Status s = p.Recv(1, absl::Seconds(30), &ready); !s.ok())
       return s;
     zeros.assign(ready.size() * kActionDim, 0.0f);
+    for (int id : ready) {
+      int& k = chunk_pos[static_cast<size_t>(id)];
+      if (p.state(id).step == 0) k = 0;  // a new episode's first decision
+      if (k + 1 < execute_steps) p.SkipImagesOnNextStep(id);
+      k = (k + 1) % std::max(1, execute_steps);
+    }
     if (absl::Status s = p.Send(ready, zeros); !s.ok()) return s;
   }
   const double wall = SecondsSince(t0);
@@ -52,6 +61,7 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
   EnvStageFigures f;
   f.workers = p.num_threads();
   f.envs = p.num_envs();
+  f.execute_steps = std::max(1, execute_steps);
   f.frames_per_s = frames / wall;
   f.wall_ms_per_frame = st.step_ms.count > 0 ? st.step_ms.mean() : 0;
   f.cpu_ms_per_frame = frames > 0 ? 1e3 * cpu / frames : 0;
@@ -67,9 +77,10 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
   return f;
 }
 
-absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
-                                         const std::vector<int>& workers,
-                                         int envs_per_worker, double seconds) {
+absl::StatusOr<EnvScaling> RunEnvScaling(
+    const EnvPoolOptions& base, const std::vector<int>& workers,
+    int envs_per_worker, double seconds,
+    const std::vector<int>& execute_steps) {
   EnvScaling out;
   out.width = base.env.image_width;
   out.height = base.env.image_height;
@@ -84,11 +95,15 @@ absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
     o.max_sweep = envs_per_worker;  // a worker's envs, stepped together
     o.faults = FaultPlan{};
     o.on_ready = nullptr;
-    spdlog::info("bench: env stage alone, {} workers x {} envs, {:.0f} s", w,
-                 envs_per_worker, seconds);
-    absl::StatusOr<EnvStageFigures> f = MeasureEnvStage(o, seconds);
-    if (!f.ok()) return f.status();
-    out.points.push_back(*f);
+    for (int e : execute_steps) {
+      spdlog::info(
+          "bench: env stage alone, {} workers x {} envs, images every {} "
+          "steps, {:.0f} s",
+          w, envs_per_worker, e, seconds);
+      absl::StatusOr<EnvStageFigures> f = MeasureEnvStage(o, seconds, e);
+      if (!f.ok()) return f.status();
+      out.points.push_back(*f);
+    }
   }
   return out;
 }
@@ -100,23 +115,32 @@ std::string FormatEnvScaling(const EnvScaling& s) {
       "per point, %d cores\n",
       s.width, s.height, s.readback, s.seconds, s.cores);
   absl::StrAppend(&t,
-                  "workers  envs  backend  readback   frames/s  speed-up  "
-                  "CPU ms/frame  "
+                  "workers  envs  exec  backend  readback   frames/s  "
+                  "speed-up  CPU ms/frame  "
                   "wall ms/frame  physics  render  readback  hand-off\n");
-  const double first = s.points.empty() ? 0 : s.points.front().frames_per_s;
   for (const EnvStageFigures& p : s.points) {
+    // Speed-up over the first point drawing images as often.
+    double first = 0;
+    for (const EnvStageFigures& q : s.points) {
+      if (q.execute_steps == p.execute_steps) {
+        first = q.frames_per_s;
+        break;
+      }
+    }
     absl::StrAppendFormat(
         &t,
-        "%7d  %4d  %-7s  %-9s  %8.0f  %7.2fx  %12.2f  %13.2f  %7.2f  "
+        "%7d  %4d  %4d  %-7s  %-9s  %8.0f  %7.2fx  %12.2f  %13.2f  %7.2f  "
         "%6.2f  %8.2f  %8.3f\n",
-        p.workers, p.envs, p.backend, p.readback, p.frames_per_s,
-        first > 0 ? p.frames_per_s / first : 0, p.cpu_ms_per_frame,
-        p.wall_ms_per_frame, p.physics_ms, p.render_ms, p.readback_ms,
-        p.handoff_ms);
+        p.workers, p.envs, p.execute_steps, p.backend, p.readback,
+        p.frames_per_s, first > 0 ? p.frames_per_s / first : 0,
+        p.cpu_ms_per_frame, p.wall_ms_per_frame, p.physics_ms, p.render_ms,
+        p.readback_ms, p.handoff_ms);
   }
   absl::StrAppend(&t,
-                  "(CPU ms/frame: the whole process's CPU time per frame; wall "
-                  "ms/frame: a worker's, and its phases)\n");
+                  "(exec: images drawn every this many steps, as a decision of "
+                  "rl.execute_steps chunk steps reads them; CPU ms/frame: the "
+                  "whole process's CPU time per frame; wall ms/frame: a "
+                  "worker's, and its phases)\n");
   return t;
 }
 
@@ -124,15 +148,16 @@ std::string EnvScalingJson(const EnvScaling& s) {
   std::vector<std::string> points;
   for (const EnvStageFigures& p : s.points) {
     points.push_back(absl::StrFormat(
-        "{\"workers\": %d, \"envs\": %d, \"backend\": \"%s\", "
+        "{\"workers\": %d, \"envs\": %d, \"execute_steps\": %d, "
+        "\"backend\": \"%s\", "
         "\"readback\": \"%s\", \"frames_per_s\": %.3f, \"cpu_ms_per_frame\": "
         "%.4f, "
         "\"wall_ms_per_frame\": %.4f, \"physics_ms\": %.4f, "
         "\"render_ms\": %.4f, \"readback_ms\": %.4f, \"handoff_ms\": "
         "%.4f}",
-        p.workers, p.envs, p.backend, p.readback, p.frames_per_s,
-        p.cpu_ms_per_frame, p.wall_ms_per_frame, p.physics_ms, p.render_ms,
-        p.readback_ms, p.handoff_ms));
+        p.workers, p.envs, p.execute_steps, p.backend, p.readback,
+        p.frames_per_s, p.cpu_ms_per_frame, p.wall_ms_per_frame, p.physics_ms,
+        p.render_ms, p.readback_ms, p.handoff_ms));
   }
   return absl::StrFormat(
       "{\n  \"width\": %d,\n  \"height\": %d,\n  \"readback\": "

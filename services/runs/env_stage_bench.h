@@ -11,8 +11,8 @@
 // driver's), each worker's wall time per frame and its phases.
 //
 // Example:
-//   absl::StatusOr<EnvScaling> s =
-//       RunEnvScaling(pool_options, {1, 2, 4, 8}, /*envs_per_worker=*/8, 5.0);
+//   absl::StatusOr<EnvScaling> s = RunEnvScaling(
+//       pool_options, {1, 2, 4, 8}, /*envs_per_worker=*/8, 5.0, {1, 4});
 //   if (s.ok()) std::printf("%s", FormatEnvScaling(*s).c_str());
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_ENV_STAGE_BENCH_H_
@@ -29,8 +29,9 @@ namespace rlvla3 {
 struct EnvStageFigures {
   int workers = 0;
   int envs = 0;
-  std::string backend;   // env.render_backend as the pool resolved it
-  std::string readback;  // env.readback as the pool resolved it
+  int execute_steps = 1;  // an env's images drawn every this many steps
+  std::string backend;    // env.render_backend as the pool resolved it
+  std::string readback;   // env.readback as the pool resolved it
   double frames_per_s = 0;
   // A worker's wall time per frame (its step, with its share of the sweep's
   // readback), and the whole process's CPU time per frame.
@@ -40,9 +41,12 @@ struct EnvStageFigures {
   double physics_ms = 0, render_ms = 0, readback_ms = 0, handoff_ms = 0;
 };
 
-// Steps the pool made from `options` for `seconds`.
+// Steps the pool made from `options` for `seconds`. With execute_steps E >
+// 1 an env's cameras are drawn on every E-th step only, as the rollout
+// worker draws a decision's last executed chunk step only (rl.execute_steps).
 absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
-                                                double seconds);
+                                                double seconds,
+                                                int execute_steps = 1);
 
 struct EnvScaling {
   int width = 0, height = 0;
@@ -52,10 +56,12 @@ struct EnvScaling {
   std::vector<EnvStageFigures> points;
 };
 
-// `base` at each worker count in `workers`, with envs_per_worker envs each.
-absl::StatusOr<EnvScaling> RunEnvScaling(const EnvPoolOptions& base,
-                                         const std::vector<int>& workers,
-                                         int envs_per_worker, double seconds);
+// `base` at each worker count in `workers`, with envs_per_worker envs each,
+// once per value of `execute_steps` (each a MeasureEnvStage point).
+absl::StatusOr<EnvScaling> RunEnvScaling(
+    const EnvPoolOptions& base, const std::vector<int>& workers,
+    int envs_per_worker, double seconds,
+    const std::vector<int>& execute_steps = {1});
 std::string FormatEnvScaling(const EnvScaling& s);
 std::string EnvScalingJson(const EnvScaling& s);
 

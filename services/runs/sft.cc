@@ -114,6 +114,8 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     const int64_t K = acts.size(1);
     for (size_t b = 0; b < active.size(); ++b) {
       for (int k = 0; k < execute && !active[b]->finished; ++k) {
+        // The next decision reads the images of the last executed step only.
+        if (k + 1 < execute) active[b]->env->SkipImagesOnNextStep();
         absl::StatusOr<StepResult> s = active[b]->env->Step(
             absl::MakeConstSpan(a + (b * K + k) * kActionDim, kActionDim));
         if (!s.ok()) return s.status();

@@ -71,7 +71,7 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
 // episodes - 1 of each task: greedy (most likely token per dimension) or
 // sampled, as RL rollouts act (torch's generator seeded with o.seed, so a
 // sampled evaluation repeats). Training draws its episodes from states
-// 0..kInitStatesPerTask-1 (50); states from 50 on are held out. Each
+// rl.init_state* (by default 0..49); eval holds out the states after. Each
 // decision executes `execute_steps` of its chunk (0: o.execute_steps).
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     Policy& policy, const TextTokenizer& tokenizer, const EvalOptions& o,

@@ -49,10 +49,13 @@ uint64_t Hash(const EnvState& s) {
 using Images = std::map<int, std::vector<std::vector<uint8_t>>>;
 
 // `images` (if given) gets each observation's two images, concatenated.
+// `execute_steps` E > 1: each env's images are drawn on every E-th step only
+// (SkipImagesOnNextStep, as the rollout worker's decisions).
 std::map<int, std::vector<uint64_t>> RunPool(int threads,
                                              bool batch_readback = false,
                                              Images* images = nullptr,
-                                             int max_sweep = 1) {
+                                             int max_sweep = 1,
+                                             int execute_steps = 1) {
   EnvPoolOptions o = Options(threads);
   o.env.readback = batch_readback ? Readback::kBatched : Readback::kPerImage;
   o.max_sweep = max_sweep;
@@ -81,6 +84,7 @@ std::map<int, std::vector<uint64_t>> RunPool(int threads,
         --remaining;
         continue;
       }
+      if (steps[id] % execute_steps != 0) (*pool)->SkipImagesOnNextStep(id);
       std::mt19937 rng(1000 * id + steps[id]);
       std::uniform_real_distribution<float> u(-1, 1);
       send.push_back(id);
@@ -132,6 +136,36 @@ TEST(EnvPool, BatchedReadbackGivesTheSameImagesAsOneReadbackPerImage) {
     Images batched;
     RunPool(threads, /*batch_readback=*/true, &batched, kEnvs);
     CompareImages(each, batched, threads);
+  }
+}
+
+// A decision reads the images after its last executed chunk step only: the
+// steps before it are not drawn (their images are the last drawn frame), and
+// the images a decision reads are bit-identical to drawing every step. On
+// one worker (one readback per image) and two (batched, sweeps of 4).
+TEST(EnvPool, DrawsOnlyTheImagesADecisionReadsAndThoseExactly) {
+  constexpr int kExecute = 4;
+  Images every;
+  RunPool(1, /*batch_readback=*/false, &every);
+  for (const auto& [threads, batched] : {std::pair{1, false}, {2, true}}) {
+    Images decisions;
+    RunPool(threads, batched, &decisions, batched ? kEnvs : 1, kExecute);
+    for (int id = 0; id < kEnvs; ++id) {
+      ASSERT_EQ(decisions.at(id).size(), size_t(kSteps + 1));
+      for (int t = 0; t <= kSteps; ++t) {
+        const int drawn = t - t % kExecute;  // the last frame drawn
+        const std::vector<uint8_t>& want = every.at(id)[drawn];
+        const std::vector<uint8_t>& got = decisions.at(id)[t];
+        if (batched) {
+          EXPECT_TRUE(testutil::ImagesNear(want, got))
+              << "env " << id << " step " << t;
+        } else {
+          EXPECT_EQ(want, got) << "env " << id << " step " << t;
+        }
+      }
+      // Not drawn: a frame between decisions is not today's scene.
+      EXPECT_NE(every.at(id)[1], decisions.at(id)[1]) << "env " << id;
+    }
   }
 }
 

@@ -117,17 +117,21 @@ TEST(Cli, BenchEnvWorkersMeasuresTheEnvStageByWorkerCount) {
       "--set env.render_backend=mesa --set run.out_dir=" +
       dir.path() + " --json " + json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("workers  envs  backend  readback"),
+  EXPECT_NE(r.output.find("workers  envs  exec  backend  readback"),
             std::string::npos)
       << r.output;
   std::ifstream in(json);
   const std::string text((std::istreambuf_iterator<char>(in)),
                          std::istreambuf_iterator<char>());
-  EXPECT_NE(text.find("{\"workers\": 1, \"envs\": 2, \"backend\": \"mesa\", "
-                      "\"readback\": \"per_image\""),
+  EXPECT_NE(text.find("{\"workers\": 1, \"envs\": 2, \"execute_steps\": 1, "
+                      "\"backend\": \"mesa\", \"readback\": \"per_image\""),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("{\"workers\": 2, \"envs\": 4,"), std::string::npos)
+      << text;
+  // Images as the run draws them (rl.execute_steps 4): a second point each.
+  EXPECT_NE(text.find("{\"workers\": 2, \"envs\": 4, \"execute_steps\": 4,"),
+            std::string::npos)
       << text;
   EXPECT_EQ(text.find("\"frames_per_s\": 0.000"), std::string::npos) << text;
   EXPECT_EQ(RunCli("bench --env-workers 1,x").exit_code, 2);

@@ -68,6 +68,37 @@ TEST(ShardedOptimizer, GradientsAreScaledThenClippedToTheMaxNorm) {
   EXPECT_LE(std::sqrt(sq), 0.5 + 1e-4);
 }
 
+// A group at rate 0 never moves: its gradients take no share of the clipped
+// norm (the log-temperatures at rl.action_scale_lr 0 used to shrink every
+// other step).
+TEST(ShardedOptimizer, AFrozenGroupIsLeftOutOfTheClippedNorm) {
+  auto policy = Policy();
+  {
+    torch::NoGradGuard no_grad;  // non-zero, so that Loss reaches them
+    for (at::Tensor& p : policy->Parameters().action_scale) p.fill_(0.3);
+  }
+  ShardedOptimizerOptions o;
+  o.max_grad_norm = 1e9;
+  ShardedOptimizer all(*policy, o, nullptr);
+  all.Backward(Loss(*policy, 1.0), true);
+  const double with = all.ClipGradients(1.0).item<double>();
+  double sq = 0;  // the norm of the trained groups alone
+  const TrainablePolicy::ParameterGroups g = policy->Parameters();
+  for (const auto* group : {&g.weights, &g.value}) {
+    for (const at::Tensor& p : *group) {
+      if (p.grad().defined()) sq += p.grad().pow(2).sum().item<double>();
+    }
+  }
+  ASSERT_FALSE(g.action_scale.empty());
+  all.ZeroGradients();
+  o.action_scale_lr = 0;
+  ShardedOptimizer frozen(*policy, o, nullptr);
+  frozen.Backward(Loss(*policy, 1.0), true);
+  const double without = frozen.ClipGradients(1.0).item<double>();
+  EXPECT_GT(with, without);
+  EXPECT_NEAR(without, std::sqrt(sq), 1e-6 * without);
+}
+
 TEST(ShardedOptimizer, AStepMovesEveryGroupAtItsOwnRate) {
   auto policy = Policy();
   ShardedOptimizerOptions o;

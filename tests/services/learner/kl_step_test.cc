@@ -1,0 +1,96 @@
+// The learner's step size in the units of its policy's actions: the step KL
+// of the adaptive rate and the epochs' KL are per action token (a decision's
+// KL over its executed steps x action dimensions), the adaptive rate's probe
+// is the update's largest micro-batch (not a short leftover), and kl_stop
+// ends an update whose policy moved too far from the proximal one.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <memory>
+
+#include "services/learner/kl_adaptive_lr.h"
+#include "services/learner/learner_core.h"
+#include "tests/services/learner/learner_fixture.h"
+#include "tests/services/learner/small_learner.h"
+
+namespace rlvla3 {
+namespace {
+
+using testutil::Fill;
+using testutil::LearnerTest;
+using testutil::SmallNet;
+
+KlAdaptiveLrOptions Adaptive() {
+  KlAdaptiveLrOptions o;
+  o.target_kl = 0.01;
+  return o;
+}
+
+// A probe of `b` decisions of 4 chunk steps x 7 dimensions, 2 executed.
+void RecordProbe(KlAdaptiveLr* rate, int64_t b, float before) {
+  at::Tensor mask = torch::zeros({b, 4});
+  mask.narrow(1, 0, 2).fill_(1);
+  rate->Record(PolicyInput(), torch::zeros({b, 4, 7}, torch::kLong), mask,
+               torch::full({b}, 2 * before));
+}
+
+TEST(KlAdaptiveLr, StepKlIsPerActionToken) {
+  KlAdaptiveLr rate(Adaptive());
+  RecordProbe(&rate, 3, -1.0f);
+  // After the step each executed step's log-prob rose by 0.05: a decision's
+  // log-ratio is 0.1, its k3 KL e^0.1 - 1 - 0.1, over 2 x 7 tokens.
+  const at::Tensor after = torch::full({3, 4}, -0.95f);
+  const double per_decision = std::exp(0.1) - 1 - 0.1;
+  EXPECT_NEAR(rate.StepKl(after), per_decision / 14, 1e-7);
+}
+
+TEST(KlAdaptiveLr, TheProbeIsTheLargestMicroBatch) {
+  KlAdaptiveLr rate(Adaptive());
+  RecordProbe(&rate, 4, -1.0f);
+  RecordProbe(&rate, 1, -5.0f);  // the short leftover comes last
+  ASSERT_TRUE(rate.has_probe());
+  EXPECT_EQ(rate.probe_tokens().size(0), 4);
+  const at::Tensor after = torch::full({4, 4}, -1.0f);
+  EXPECT_NEAR(rate.StepKl(after), 0.0, 1e-9);  // measured on the first
+  rate.ClearProbe();
+  EXPECT_FALSE(rate.has_probe());
+}
+
+// A minibatch whose KL(prox || theta) per token exceeds kl_stop is not
+// stepped and ends the update: the first minibatch (ratio 1, KL 0) steps,
+// the second, after a large step, stops. Without kl_stop every epoch runs.
+TEST_F(LearnerTest, KlStopEndsTheUpdateAtTheFirstMinibatchOverIt) {
+  options_.ppo_epochs = 4;
+  options_.minibatches = 2;
+  options_.lr = 0.05;
+  options_.normalize_advantages = false;
+  for (const double stop : {0.0, 1e-9}) {
+    options_.kl_stop = stop;
+    torch::manual_seed(3);
+    LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+    Fill(segs_[0].get(), 4, 0, 0);
+    Fill(segs_[1].get(), 4, 0, 1);
+    l.Add({segs_[0].get(), segs_[1].get()});
+    while (l.CanTrain()) l.TrainMicroBatch();
+    ASSERT_TRUE(l.ReadyToStep());
+    const LearnerStepStats st = l.Step();
+    l.TakeConsumed();
+    ASSERT_FALSE(st.skipped);
+    EXPECT_EQ(st.version, 1u);
+    if (stop == 0) {
+      EXPECT_FALSE(st.kl_stopped);
+      EXPECT_EQ(st.optimizer_steps, 8);
+      ASSERT_EQ(st.epoch_token_kl.size(), 4u);
+      EXPECT_GT(st.epoch_token_kl[3], 1e-9);
+    } else {
+      EXPECT_TRUE(st.kl_stopped);
+      EXPECT_EQ(st.optimizer_steps, 1);
+      ASSERT_EQ(st.epoch_token_kl.size(), 1u);
+    }
+    EXPECT_GT(st.token_kl, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace rlvla3
