@@ -23,7 +23,8 @@ absl::Status WriteCheckpointContext(const std::string& dir,
                             {"cameras", c.cameras},
                             {"chunk", c.chunk},
                             {"execute_steps", c.execute_steps},
-                            {"tasks", c.tasks}};
+                            {"tasks", c.tasks},
+                            {"expert_steps", c.expert_steps}};
   const std::string path = absl::StrCat(dir, "/", kCheckpointContextFile);
   std::ofstream out(path, std::ios::trunc);
   out << j.dump(2) << "\n";
@@ -61,13 +62,17 @@ absl::StatusOr<std::optional<CheckpointContext>> ReadCheckpointContext(
     c.chunk = j.at("chunk").get<int64_t>();
     c.execute_steps = j.at("execute_steps").get<int64_t>();
     c.tasks = j.at("tasks").get<std::vector<std::string>>();
+    // Absent in checkpoints written before it was recorded.
+    c.expert_steps = j.value("expert_steps", int64_t{0});
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
   }
   if (c.image_width <= 0 || c.image_height <= 0 || c.chunk <= 0 ||
-      c.execute_steps <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": image size, chunk and execute_steps must be positive"));
+      c.execute_steps <= 0 || c.expert_steps < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     ": image size, chunk and execute_steps must be positive, "
+                     "expert_steps not negative"));
   }
   return c;
 }

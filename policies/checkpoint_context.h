@@ -4,8 +4,9 @@
 // (context.json) by every checkpoint writer (SFT, the learner's scheduled
 // and final checkpoints), whatever the policy's format: the camera images'
 // size and names, the action chunk, the chunk steps executed per decision,
-// and the tasks. `eval` and a run starting from a checkpoint take these
-// instead of their defaults and refuse a value given that contradicts one
+// the tasks, and the experts' median episode length of the demos. `eval` and a
+// run starting from a checkpoint take these instead of their defaults and
+// refuse a value given that contradicts one
 // (services/options/checkpoint_fit.h). The tokenizer is the policy's own
 // (model.json / policy.json). A checkpoint written before this file existed
 // has none: ReadCheckpointContext says so with nullopt.
@@ -35,6 +36,10 @@ struct CheckpointContext {
   int64_t chunk = 0;                          // policy.chunk
   int64_t execute_steps = 0;       // chunk steps executed per decision
   std::vector<std::string> tasks;  // the tasks' names (or task files)
+  // The scripted experts' median episode length (control steps) of the
+  // demos SFT cloned, the longest task's (0: not recorded); a horizon rule
+  // (env.horizon_factor) scales it.
+  int64_t expert_steps = 0;
 };
 
 // The file's name inside a checkpoint folder.

@@ -101,6 +101,11 @@ struct EnvConfig {
   int64_t image_height = 128;
   bool shaped_reward = false;     // sparse success reward unless true
   int64_t max_episode_steps = 0;  // every task's horizon (0: its own)
+  // Horizon rule: with a checkpoint that records its demos' median expert
+  // length (expert_steps), max_episode_steps = ceil(horizon_factor x it)
+  // unless given (0: off).
+  double horizon_factor = 0;
+  int64_t expert_steps = 0;  // the checkpoint's, adopted (0: unknown)
   // Who renders: auto | gpu (a GPU vendor's EGL device) | mesa (llvmpipe).
   std::string render_backend = "auto";
   // How images come back: auto | batched (once per env worker's sweep) |
@@ -189,9 +194,12 @@ struct RlConfig {
   double max_grad_norm = 1.0;  // gradient clipping (0: off)
   double gamma = 0.99;         // discount per decision
   double gae_lambda = 0.95;
-  double clip_eps = 0.2;           // PPO ratio clip against the proximal policy
-  double clip_eps_high = 0.28;     // its upper side (clip-higher; 0: clip_eps)
-  bool dynamic_sampling = true;    // GRPO: update over informative groups
+  double clip_eps = 0.2;         // PPO ratio clip against the proximal policy
+  double clip_eps_high = 0.28;   // its upper side (clip-higher; 0: clip_eps)
+  bool dynamic_sampling = true;  // GRPO: update over informative groups
+  int64_t min_informative_groups = 0;  // GRPO refill below this (0: off)
+  int64_t refill_max_rounds = 4;       // global batches carried at most
+  double ref_kl_coef = 0.0;        // anchor: KL to the starting policy (0: off)
   std::string ratio = "decision";  // PPO ratio per decision | step
   double is_cap = 2.0;             // behaviour importance weight truncation
   double value_coef = 0.5;         // value loss weight (PPO)

@@ -6,12 +6,12 @@
 # policy version that started them (4 equal version ranges: the learning
 # curve), then the mean over seeds per mode, and the greedy success of the
 # SFT start and of each run's final checkpoint over EVAL held-out initial
-# states (50 .. 50 + EVAL - 1; training draws from 0..49; the same states for
-# all: a paired comparison).
+# states (FIRST .. FIRST + EVAL - 1, default 50..449, disjoint from the
+# states training draws from; the same states for all: a paired comparison).
 #   scripts/compare_learning.sh [CONFIG] [STEPS] [SEEDS...]
 #   defaults: configs/learning_weak_start.yaml 60 0 1
 # Env: RLVLA3_BIN (default build/services/rl-vla3), OUT (default runs/compare),
-# EVAL (default 400).
+# EVAL (default 400), FIRST (default 50).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIG=${1:-configs/learning_weak_start.yaml}
@@ -22,6 +22,7 @@ SEEDS=("$@")
 BIN=${RLVLA3_BIN:-build/services/rl-vla3}
 OUT=${OUT:-runs/compare}
 EVAL=${EVAL:-400}
+FIRST=${FIRST:-50}
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/sft/checkpoint/model.safetensors" ]; then
@@ -42,9 +43,9 @@ for mode in sync async; do
   done
 done
 greedy() {  # success % of checkpoint $1 over $EVAL held-out initial states
-  # (eval's default --first-init: the first after training's); outcomes to $2
+  # from FIRST; outcomes to $2
   "$BIN" eval --config "$CONFIG" --checkpoint "$1" --episodes "$EVAL" \
-    --outcomes "$2" \
+    --first-init "$FIRST" --outcomes "$2" \
     --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }'
 }
 declare -A final

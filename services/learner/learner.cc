@@ -22,8 +22,9 @@ struct Learner::Metrics {
   Gauge *lag_mean, *lag_max, *s_per_step, *version, *clip_fraction, *approx_kl,
       *step_kl, *learning_rate, *is_min, *is_mean, *is_max, *loss, *entropy,
       *policy_loss, *value_loss, *grad_norm, *ratio_min, *ratio_mean,
-      *ratio_max, *grpo_informative, *token_kl, *update_steps;
+      *ratio_max, *grpo_informative, *token_kl, *update_steps, *ref_kl;
   Counter* kl_stops = nullptr;     // updates ended by rl.kl_stop
+  Counter* refills = nullptr;      // global batches carried over (GRPO refill)
   Counter* grpo_groups = nullptr;  // GRPO groups completed
   // Per PPO epoch: clip_fraction.epoch_<k>, approx_kl.epoch_<k> (KL(prox ||
   // theta), k3 estimator).
@@ -66,7 +67,9 @@ struct Learner::Metrics {
     // and the updates rl.kl_stop ended early.
     token_kl = &r.gauge("token_kl");
     update_steps = &r.gauge("update_adam_steps");
+    ref_kl = &r.gauge("ref_kl");  // KL(current || start) per token
     kl_stops = &r.counter("kl_stops");
+    refills = &r.counter("refills");
     for (int k = 1; k <= epochs; ++k) {
       epoch_clip.push_back(&r.gauge(absl::StrCat("clip_fraction.epoch_", k)));
       epoch_kl.push_back(&r.gauge(absl::StrCat("approx_kl.epoch_", k)));
@@ -98,8 +101,10 @@ struct Learner::Metrics {
     ratio_mean->Set(st.ratio_mean);
     ratio_max->Set(st.ratio_max);
     token_kl->Set(st.token_kl);
+    ref_kl->Set(st.ref_kl);
     update_steps->Set(st.optimizer_steps);
     if (st.kl_stopped) kl_stops->Add();
+    if (st.deferred) refills->Add();
     if (st.groups > 0) {
       grpo_groups->Add(static_cast<uint64_t>(st.groups));
       grpo_informative->Set(static_cast<double>(st.informative_groups) /

@@ -76,6 +76,10 @@ LearnerCore::LearnerCore(std::shared_ptr<TrainablePolicy> policy,
       shuffle_rng_(options.shuffle_seed) {
   policy_->To(options_.device);
   policy_->SetTraining(true);
+  if (options_.ref_kl_coef > 0) {
+    reference_ = policy_->Snapshot(version);
+    reference_->To(options_.device);
+  }
   optimizer_ = std::make_unique<ShardedOptimizer>(
       *policy_, OptimizerOptions(options_), reducer);
 }
@@ -185,7 +189,31 @@ PpoLossTerms LearnerCore::Loss(const MicroBatch& mb, const EvalResult& e,
   const at::Tensor log_r = (steps.sum(1) - prox_steps.sum(1)).detach();
   terms.decision_kl_sum = ((log_r.exp() - 1) - log_r).sum();
   terms.tokens = mb.mask.sum() * static_cast<double>(mb.tokens.size(-1));
+  AddReferenceKl(mb, steps, &terms);
   return terms;
+}
+
+void LearnerCore::AddReferenceKl(const MicroBatch& mb, const at::Tensor& steps,
+                                 PpoLossTerms* terms) {
+  if (reference_ == nullptr) {
+    terms->ref_kl_sum = torch::zeros({}, terms->loss.options());
+    return;
+  }
+  at::Tensor ref;
+  {
+    torch::NoGradGuard no_grad;
+    AutocastGuard autocast(options_.device, options_.bf16);
+    ref = reference_->Evaluate(mb.in, mb.tokens).log_probs.to(torch::kFloat);
+  }
+  // k3 estimate of KL(theta || ref) on tokens theta sampled (about):
+  // x = log ref - log theta; e^x - 1 - x >= 0, differentiable in theta.
+  const at::Tensor x = (ref * mb.mask - steps) * mb.mask;
+  const at::Tensor k3 = ((x.exp() - 1) - x) * mb.mask;  // [B, K]
+  const double dims = static_cast<double>(mb.tokens.size(-1));
+  const at::Tensor per_token = k3.sum(1) / (mb.mask.sum(1).clamp_min(1) * dims);
+  terms->loss =
+      terms->loss + options_.ref_kl_coef * (per_token * mb.weight).sum();
+  terms->ref_kl_sum = k3.sum().detach();
 }
 
 void LearnerCore::TrainMicroBatch() {
@@ -236,7 +264,8 @@ void LearnerCore::LossSums::Add(const PpoLossTerms& t, const at::Tensor& loss) {
       r.max(),
       t.decision_kl_sum,
       t.tokens,
-      torch::scalar_tensor(static_cast<double>(r.size(0)), r.options())};
+      torch::scalar_tensor(static_cast<double>(r.size(0)), r.options()),
+      t.ref_kl_sum};
   for (int f = 0; f < kFields; ++f) {
     if (!v[f].defined()) {
       v[f] = add[f];
@@ -322,6 +351,7 @@ LearnerStepStats LearnerCore::Step() {
 
 void LearnerCore::ResetGlobalBatch() {
   units_trained_ = informative_units_ = samples_trained_ = 0;
+  refills_ = 0;
   grad_scale_ = 1.0;
   lag_sum_ = 0;
   sums_ = LossSums();

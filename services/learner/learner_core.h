@@ -80,6 +80,18 @@ struct LearnerOptions {
   // the optimizer's moments and the learning rate stay as they were (the
   // version still advances: it is the rollouts' clock).
   bool dynamic_sampling = true;
+  // GRPO refill (PPO epochs only): a global batch with fewer informative
+  // groups than this is not trained yet; the version advances without a
+  // weight change (the rollouts go on) and its informative groups carry
+  // into the next global batch, at most refill_max_rounds times in a row
+  // (then it trains what it has). 0: off.
+  int min_informative_groups = 0;
+  int refill_max_rounds = 4;
+  // Anchor: adds ref_kl_coef x KL(current || reference) per action token
+  // (k3 estimator on the taken tokens) to the loss, the reference being the
+  // weights this learner started from (after SFT: the SFT policy). One
+  // extra forward pass per micro-batch (no grad). 0: off.
+  double ref_kl_coef = 0.0;
   // The PPO ratio per executed chunk step (true) or per decision (false:
   // one ratio of the decision's summed log-probs); ppo_loss.h.
   bool per_step_ratio = false;
@@ -147,6 +159,10 @@ struct LearnerStepStats {
   // (each epoch's mean, then over epochs), and whether kl_stop ended it.
   double token_kl = 0;
   bool kl_stopped = false;
+  // KL(current || reference) per action token (ref_kl_coef > 0 only).
+  double ref_kl = 0;
+  // GRPO refill: the batch was carried into the next one, not trained.
+  bool deferred = false;
   // PPO epochs: ratio pi_theta / pi_prox over every trained sample, and the
   // clip fraction and approximate KL(prox || theta) of each epoch.
   int optimizer_steps = 0;  // minibatch steps taken in this update
@@ -251,6 +267,7 @@ class LearnerCore {
       kDecisionKl,  // k3 of KL(prox || theta) per decision, summed
       kTokens,      // the action tokens of the decisions
       kSamples,     // the decisions
+      kRefKl,       // k3 of KL(theta || reference) per step, summed
       kFields
     };
     at::Tensor v[kFields];
@@ -278,6 +295,10 @@ class LearnerCore {
   EvalResult Evaluate(const PolicyInput& in, const at::Tensor& tokens);
   PpoLossTerms Loss(const MicroBatch& mb, const EvalResult& e,
                     const at::Tensor& prox, const at::Tensor& adv);
+  // The anchor's term: ref_kl_coef x KL(theta || reference) per token,
+  // weighted as the policy loss; adds its sum to terms->ref_kl_sum.
+  void AddReferenceKl(const MicroBatch& mb, const at::Tensor& steps,
+                      PpoLossTerms* terms);
   bool multi_pass() const {
     return options_.ppo_epochs > 1 || options_.minibatches > 1;
   }
@@ -288,6 +309,11 @@ class LearnerCore {
   // An update with nothing to train (every group uniform): the version
   // advances, nothing else moves.
   void AdvanceWithoutUpdate(LearnerStepStats* st);
+  // GRPO refill: too few informative groups yet (min_informative_groups).
+  bool ShouldRefill();
+  // The version advances without a weight change; the batch's samples stay
+  // for the next global batch (refill).
+  void CarryOver(LearnerStepStats* st);
   // The dynamic-sampling rescale of this update's gradients.
   double InformativeScale() const;
   // The loss statistics as means over the trained (informative) samples.
@@ -331,6 +357,7 @@ class LearnerCore {
   void EndEpochs(bool completed, LearnerStepStats* st);
 
   std::shared_ptr<TrainablePolicy> policy_;
+  std::shared_ptr<TrainablePolicy> reference_;  // ref_kl_coef > 0 only
   at::Tensor text_, text_len_;
   LearnerOptions options_;
   uint64_t version_;
@@ -342,6 +369,7 @@ class LearnerCore {
   double grad_scale_ = 1.0;  // applied by ClipGradients
   int64_t samples_trained_ = 0;
   int64_t skipped_steps_ = 0;
+  int refills_ = 0;  // global batches carried into the current one
   double loss_scale_ = 1.0;
   int64_t steps_taken_ = 0;  // optimizer steps in this learner's life
   // The weights' current learning rate, and the last micro-batch to measure

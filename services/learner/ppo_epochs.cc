@@ -37,6 +37,10 @@ LearnerStepStats LearnerCore::StepEpochs() {
   st.lag_max = lag_max_;
   st.lag_mean = n > 0 ? lag_sum_ / static_cast<double>(n) : 0;
   TakeGroupCounts(&st);
+  if (ShouldRefill()) {
+    CarryOver(&st);
+    return st;
+  }
   if (!optimizer_->AnyOnAnyRank(n > 0, /*if_failed=*/n > 0)) {
     AdvanceWithoutUpdate(&st);
     return st;
@@ -50,6 +54,32 @@ LearnerStepStats LearnerCore::StepEpochs() {
   ScaleLossStats(&st);
   EndEpochs(completed, &st);
   return st;
+}
+
+bool LearnerCore::ShouldRefill() {
+  if (options_.algorithm != "grpo" || options_.min_informative_groups <= 0 ||
+      refills_ >= options_.refill_max_rounds) {
+    return false;
+  }
+  const int64_t wanted = static_cast<int64_t>(options_.min_informative_groups) *
+                         options_.grpo_group_size;
+  // Data-parallel: every rank carries over when any is short, so that all
+  // take the same steps.
+  return optimizer_->AnyOnAnyRank(informative_units_ < wanted);
+}
+
+void LearnerCore::CarryOver(LearnerStepStats* st) {
+  ++version_;
+  ++refills_;
+  intake_.ExpireWaitingGroups(version_);
+  rate_.ClearProbe();
+  st->deferred = true;
+  st->samples = 0;
+  st->lr = rate_.lr();
+  st->version = version_;
+  // batch_, batch_prox_, informative_units_ and the lag figures stay: the
+  // weights they were recorded with are still the current ones.
+  units_trained_ = 0;
 }
 
 LearnerCore::EpochPlan LearnerCore::PlanEpochs(int64_t n) {
@@ -217,6 +247,8 @@ void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
     total_token_kl += st->epoch_token_kl.back();
   }
   st->token_kl = total_token_kl / static_cast<double>(packed.size());
+  const double tokens = total[LossSums::kTokens];
+  st->ref_kl = tokens > 0 ? total[LossSums::kRefKl] / tokens : 0;
   st->loss = total[LossSums::kLoss] / passes;
   st->policy_loss = total[LossSums::kPolicy] / passes;
   st->value_loss = total[LossSums::kValue] / passes;

@@ -68,6 +68,9 @@ struct PpoLossTerms {
   // KL(prox || theta) summed over the decisions, and the action tokens they
   // hold (executed steps x action dimensions), for a KL per token.
   at::Tensor decision_kl_sum, tokens;
+  // Set by the learner's anchor (else zero): k3 of KL(theta || reference),
+  // summed over executed steps and decisions.
+  at::Tensor ref_kl_sum;
 };
 
 PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in,

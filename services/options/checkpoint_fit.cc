@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -38,7 +39,25 @@ std::vector<std::string> TaskItems(const std::string& list,
 CheckpointContext ContextOf(const Config& c, int64_t execute_steps,
                             const std::string& tasks, const char* tasks_key) {
   return {c.env.image_width, c.env.image_height, PolicyCameras(),
-          c.policy.chunk,    execute_steps,      TaskItems(tasks, tasks_key)};
+          c.policy.chunk,    execute_steps,      TaskItems(tasks, tasks_key),
+          c.env.expert_steps};
+}
+
+// The horizon rule (env.horizon_factor) over the recorded expert length.
+void ApplyHorizonRule(const std::string& dir, Config* c) {
+  if (c->env.horizon_factor <= 0 || c->env.expert_steps <= 0) return;
+  if (c->given.count("env.max_episode_steps") > 0) {
+    spdlog::info("{}: env.max_episode_steps {} as given, not the horizon rule",
+                 dir, c->env.max_episode_steps);
+    return;
+  }
+  c->env.max_episode_steps = static_cast<int64_t>(std::ceil(
+      c->env.horizon_factor * static_cast<double>(c->env.expert_steps)));
+  spdlog::info(
+      "{}: horizon {} steps (env.horizon_factor {} x the demos' median expert "
+      "length {})",
+      dir, c->env.max_episode_steps, c->env.horizon_factor,
+      c->env.expert_steps);
 }
 
 }  // namespace
@@ -83,10 +102,12 @@ absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
       {"policy.chunk", ck.chunk, &c->policy.chunk, "action chunk"},
       {"rl.execute_steps", ck.execute_steps, &c->rl.execute_steps,
        "executed chunk steps per decision"},
+      {"env.expert_steps", ck.expert_steps, &c->env.expert_steps,
+       "median expert episode length"},
   };
   std::vector<std::string> adopted;
   for (const auto& f : fits) {
-    if (*f.value == f.recorded) continue;
+    if (*f.value == f.recorded || f.recorded <= 0) continue;
     if (c->given.count(f.key) > 0) {
       return ConfigError{
           c->origin, f.key, absl::StrCat(*f.value),
@@ -116,6 +137,7 @@ absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
     spdlog::info("{}: as the checkpoint records: {}", dir,
                  absl::StrJoin(adopted, " "));
   }
+  ApplyHorizonRule(dir, c);
   return absl::OkStatus();
 }
 

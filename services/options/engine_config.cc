@@ -29,6 +29,9 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   lo.loss.clip_eps = rl.clip_eps;
   lo.loss.clip_eps_high = rl.clip_eps_high;
   lo.dynamic_sampling = rl.dynamic_sampling;
+  lo.min_informative_groups = static_cast<int>(rl.min_informative_groups);
+  lo.refill_max_rounds = static_cast<int>(rl.refill_max_rounds);
+  lo.ref_kl_coef = rl.ref_kl_coef;
   lo.per_step_ratio = rl.ratio == "step";
   lo.loss.is_cap = rl.is_cap;
   lo.loss.value_coef = rl.value_coef;
@@ -270,10 +273,13 @@ void SizeQueuesAndSegments(const Config& c, const EngineSizes& z, int max_steps,
   shape.capacity = z.grpo ? (max_steps + z.execute - 1) / z.execute + 1
                           : static_cast<int>(c.rl.rollout_len);
   // Per env: one open segment, up to (lag + 1) x rollouts_per_step in
-  // flight to the learner, one being released; plus what the segment queue
-  // holds.
+  // flight to the learner (more with a GRPO refill: the carried batches'),
+  // one being released; plus what the segment queue holds.
   const int rollouts = static_cast<int>(c.rl.rollouts_per_step);
-  o->segment_count = z.num_envs * ((z.lag + 1) * rollouts + 2) +
+  const int carried = z.grpo && c.rl.min_informative_groups > 0
+                          ? static_cast<int>(c.rl.refill_max_rounds)
+                          : 0;
+  o->segment_count = z.num_envs * ((z.lag + 1 + carried) * rollouts + 2) +
                      static_cast<int>(c.queues.trajectory.capacity) + 2;
 }
 

@@ -327,7 +327,11 @@ absl::StatusOr<SftResult> RunSft(
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = WriteCheckpointContext(result.checkpoint, o.context);
+  CheckpointContext context = o.context;
+  context.expert_steps = demos->MedianExpertSteps();
+  spdlog::info("sft: the experts' median episode length {} steps",
+               context.expert_steps);
+  if (absl::Status s = WriteCheckpointContext(result.checkpoint, context);
       !s.ok()) {
     return s;
   }

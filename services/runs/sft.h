@@ -38,7 +38,12 @@ struct DemoSet {
   std::vector<int64_t> action_tokens;  // [N, K, 7]: the next K expert actions
   int64_t episodes = 0;
   int64_t attempts = 0;  // expert episodes run (successful or not)
+  // Each kept episode's task and length (control steps).
+  std::vector<int32_t> episode_task, episode_steps;
   size_t size() const { return task.size(); }
+  // The median episode length of the task whose median is the longest (0:
+  // no episode): what a horizon rule scales (env.horizon_factor).
+  int64_t MedianExpertSteps() const;
 };
 
 struct TaskSuccess {

@@ -16,6 +16,22 @@
 
 namespace rlvla3 {
 
+int64_t DemoSet::MedianExpertSteps() const {
+  int64_t longest = 0;
+  for (size_t t = 0; t < task_names.size(); ++t) {
+    std::vector<int32_t> steps;
+    for (size_t e = 0; e < episode_steps.size(); ++e) {
+      if (episode_task[e] == static_cast<int32_t>(t))
+        steps.push_back(episode_steps[e]);
+    }
+    if (steps.empty()) continue;
+    std::nth_element(steps.begin(), steps.begin() + steps.size() / 2,
+                     steps.end());
+    longest = std::max<int64_t>(longest, steps[steps.size() / 2]);
+  }
+  return longest;
+}
+
 namespace {
 
 // One env per task slot (env id % tasks), as many as env.num_envs allows.
@@ -142,6 +158,8 @@ class DemoCollector {
   // chunk (the steps from it on, the last repeated), as tokens.
   void Keep(const Episode& ep, int task) {
     ++d_.episodes;
+    d_.episode_task.push_back(task);
+    d_.episode_steps.push_back(ep.steps);
     for (int t = 0; t < ep.steps; ++t) {
       d_.task.push_back(task);
       for (int k = 0; k < d_.chunk; ++k) {

@@ -109,5 +109,65 @@ TEST_F(GrpoBatchTest, DynamicSamplingAveragesOverTheInformativeGroups) {
   EXPECT_NEAR(norm(4, false, true), 0.5 * alone, 1e-5 * alone);
 }
 
+// Refill: a batch with fewer informative groups than asked is not trained;
+// the version advances with the weights as they were, and its informative
+// group joins the next batch's: the update then is the one a batch holding
+// both informative groups would have taken, and the uniform groups'
+// segments go back at once.
+TEST_F(GrpoBatchTest, ASparseBatchIsCarriedIntoTheNextOne) {
+  options_.target_kl = 0;
+  options_.ppo_epochs = 2;
+  options_.global_units = 4;  // two groups per batch
+  while (segs_.size() < 8)
+    segs_.push_back(std::make_unique<RolloutSegment>(testutil::SmallShape()));
+  auto both = [&](LearnerCore& l) {  // informative groups 1 and 3, together
+    std::vector<RolloutSegment*> s = Group(0, 1, 0, 1, 0);
+    for (RolloutSegment* x : Group(2, 3, 0, 0, 1)) s.push_back(x);
+    return Update(l, s);
+  };
+  torch::manual_seed(0);
+  LearnerCore direct(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+  const LearnerStepStats want = both(direct);
+  ASSERT_EQ(want.informative_groups, 2);
+
+  options_.min_informative_groups = 2;
+  torch::manual_seed(0);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+  const std::vector<at::Tensor> start = Weights(l);
+  std::vector<RolloutSegment*> first = Group(0, 1, 0, 1, 0);
+  for (RolloutSegment* x : Group(4, 2, 0, 1, 1)) first.push_back(x);
+  l.Add(first);
+  while (l.CanTrain()) l.TrainMicroBatch();
+  ASSERT_TRUE(l.ReadyToStep());
+  const LearnerStepStats carried = l.Step();
+  EXPECT_TRUE(carried.deferred);
+  EXPECT_EQ(carried.optimizer_steps, 0);
+  EXPECT_EQ(carried.version, 1u);
+  EXPECT_TRUE(Same(start, Weights(l)));
+  EXPECT_EQ(l.TakeConsumed().size(), 2u);  // the uniform group's only
+  std::vector<RolloutSegment*> second = Group(2, 3, 0, 0, 1);
+  for (RolloutSegment* x : Group(6, 4, 0, 0, 0)) second.push_back(x);
+  const LearnerStepStats trained = Update(l, second);
+  EXPECT_FALSE(trained.deferred);
+  EXPECT_EQ(trained.optimizer_steps, want.optimizer_steps);
+  EXPECT_EQ(trained.version, 2u);
+  EXPECT_TRUE(Same(Weights(direct), Weights(l)))
+      << "the carried group was not trained as in one batch";
+
+  // Never enough: carried refill_max_rounds times, then trained.
+  options_.min_informative_groups = 3;
+  options_.refill_max_rounds = 1;
+  LearnerCore capped(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+  std::vector<RolloutSegment*> sparse = Group(0, 1, 0, 1, 0);
+  for (RolloutSegment* x : Group(2, 2, 0, 1, 1)) sparse.push_back(x);
+  EXPECT_TRUE(Update(capped, sparse).deferred);
+  std::vector<RolloutSegment*> silent = Group(4, 3, 1, 0, 0);
+  for (RolloutSegment* x : Group(6, 4, 1, 1, 1)) silent.push_back(x);
+  const LearnerStepStats last = Update(capped, silent);
+  EXPECT_FALSE(last.deferred);
+  EXPECT_GT(last.optimizer_steps, 0);
+  EXPECT_EQ(last.informative_groups, 0);  // of this batch; 1 carried
+}
+
 }  // namespace
 }  // namespace rlvla3

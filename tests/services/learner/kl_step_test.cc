@@ -92,5 +92,41 @@ TEST_F(LearnerTest, KlStopEndsTheUpdateAtTheFirstMinibatchOverIt) {
   }
 }
 
+// The anchor: with nothing to gain (zero advantages), ref_kl_coef pulls a
+// policy that drifted from its starting weights back towards them, and the
+// reported KL(current || start) per token falls.
+TEST_F(LearnerTest, TheAnchorPullsThePolicyBackToItsStart) {
+  options_.ppo_epochs = 2;
+  options_.minibatches = 1;
+  options_.lr = 1e-2;
+  options_.normalize_advantages = false;
+  options_.ref_kl_coef = 1.0;
+  torch::manual_seed(4);
+  LearnerCore l(Wrap(TinyVLA(SmallNet())), text_, lens_, options_, 0);
+  {
+    torch::NoGradGuard no_grad;  // drift from the reference
+    for (const auto& p : NetOf(l)->named_parameters()) {
+      if (p.key().rfind("action_head.", 0) == 0)
+        p.value().add_(torch::randn_like(p.value()) * 0.3);
+    }
+  }
+  std::vector<double> kl;
+  for (int update = 0; update < 6; ++update) {
+    for (int i = 0; i < 2; ++i) {
+      Fill(segs_[i].get(), 4, l.version(), 10 * update + i);
+      for (float& r : segs_[i]->rewards) r = 0;  // zero advantages:
+      segs_[i]->has_bootstrap = false;           // no return, no value
+      segs_[i]->terminal[3] = 1;                 // to bootstrap from
+    }
+    l.Add({segs_[0].get(), segs_[1].get()});
+    while (l.CanTrain()) l.TrainMicroBatch();
+    ASSERT_TRUE(l.ReadyToStep());
+    kl.push_back(l.Step().ref_kl);
+    l.TakeConsumed();
+  }
+  EXPECT_GT(kl.front(), 0.0);
+  EXPECT_LT(kl.back(), 0.5 * kl.front());
+}
+
 }  // namespace
 }  // namespace rlvla3

@@ -24,6 +24,7 @@ CheckpointContext Recorded() {
   c.chunk = 6;
   c.execute_steps = 3;
   c.tasks = {"put_red_cube_on_plate", "stack_green_cube_on_red_cube"};
+  c.expert_steps = 33;
   return c;
 }
 
@@ -46,6 +47,7 @@ TEST(CheckpointContext, RoundTripsAndAMalformedOneNamesItsFile) {
   EXPECT_EQ((*back)->chunk, 6);
   EXPECT_EQ((*back)->execute_steps, 3);
   EXPECT_EQ((*back)->tasks, Recorded().tasks);
+  EXPECT_EQ((*back)->expert_steps, 33);
   std::ofstream(dir.File("context.json")) << "{\"format\": 3}";
   back = ReadCheckpointContext(dir.path());
   ASSERT_FALSE(back.ok());
@@ -110,6 +112,30 @@ TEST(CheckpointFit, ACheckpointWithoutARecordChangesNothing) {
   EXPECT_EQ(c.env.image_width, before.env.image_width);
   EXPECT_EQ(c.rl.execute_steps, before.rl.execute_steps);
   EXPECT_EQ(c.sft.tasks, before.sft.tasks);
+}
+
+// The horizon rule: env.horizon_factor x the demos' median expert length
+// the checkpoint records sets the horizon of a run or eval from it; a given
+// env.max_episode_steps stands, and without the factor (or a record)
+// nothing changes.
+TEST(CheckpointFit, TheHorizonRuleScalesTheRecordedExpertLength) {
+  testutil::TestDir dir;
+  ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
+  Config ruled = Load({"env.horizon_factor=2.5"});
+  ASSERT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &ruled).ok());
+  EXPECT_EQ(ruled.env.expert_steps, 33);
+  EXPECT_EQ(ruled.env.max_episode_steps, 83);  // ceil(2.5 x 33)
+  Config given = Load({"env.horizon_factor=2.5", "env.max_episode_steps=120"});
+  ASSERT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &given).ok());
+  EXPECT_EQ(given.env.max_episode_steps, 120);
+  Config off = Load({});
+  ASSERT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &off).ok());
+  EXPECT_EQ(off.env.max_episode_steps, 0);
+  EXPECT_EQ(off.env.expert_steps, 33);  // carried into later checkpoints
+  EXPECT_EQ(RlCheckpointContext(off).expert_steps, 33);
 }
 
 }  // namespace

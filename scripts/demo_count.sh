@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The demo-count rule of issue 48's protocol: the smallest number of expert
+# demos per task whose SFT policy starts RL at 15-35% greedy success on the
+# held-out states. For each count in COUNTS: `rl-vla3 sft` (sft.demos_per_task
+# = count, the config's epochs), then greedy eval on EVAL states from FIRST;
+# prints each count's success and the first in the band.
+#   scripts/demo_count.sh CONFIG TASK [COUNTS...]    (default 10 20 40 80)
+# Env: RLVLA3_BIN (build/services/rl-vla3), OUT (runs/demo_count), EVAL (400),
+# FIRST (50), LOW (15), HIGH (35).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CONFIG=$1; TASK=$2; shift 2
+COUNTS=("$@")
+[ ${#COUNTS[@]} -eq 0 ] && COUNTS=(10 20 40 80)
+BIN=${RLVLA3_BIN:-build/services/rl-vla3}
+OUT=${OUT:-runs/demo_count}
+EVAL=${EVAL:-400}; FIRST=${FIRST:-50}; LOW=${LOW:-15}; HIGH=${HIGH:-35}
+mkdir -p "$OUT"
+chosen=""
+for n in "${COUNTS[@]}"; do
+  name="sft_${TASK}_${n}"
+  "$BIN" sft --config "$CONFIG" --set sft.tasks="$TASK" --set env.tasks="$TASK" \
+    --set sft.demos_per_task="$n" --set run.out_dir="$OUT" --set run.name="$name" \
+    --set metrics.progress=off > "$OUT/$name.log" 2>&1
+  ck="$OUT/$name/checkpoint"
+  pct=$("$BIN" eval --config "$CONFIG" --checkpoint "$ck" --episodes "$EVAL" \
+    --first-init "$FIRST" --outcomes "$ck.outcomes.$FIRST.$EVAL" \
+    --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }')
+  echo "$TASK: $n demos -> greedy $pct on $EVAL held-out states ($ck)"
+  v=${pct%\%}
+  if [ -z "$chosen" ] && awk -v v="$v" -v lo="$LOW" -v hi="$HIGH" \
+      'BEGIN { exit !(v >= lo && v <= hi) }'; then
+    chosen=$n
+  fi
+done
+echo "demo-count rule ($LOW-$HIGH% greedy): ${chosen:-none of ${COUNTS[*]}} for $TASK"
