@@ -192,8 +192,7 @@ absl::Status EnvWorker::StepAndCheck(int id) {
     std::this_thread::sleep_for(
         std::chrono::duration<double>(options_.faults.hang_s));
   }
-  if (slot.skip_images) env.SkipImagesOnNextStep();
-  slot.skip_images = false;
+  if (slot.skip_images) env.SkipImagesOnNextStep();  // cleared by StepEnv
   absl::StatusOr<StepResult> r =
       env.Step(absl::MakeConstSpan(slot.action, kActionDim));
   if (!r.ok()) {

@@ -207,8 +207,9 @@ void LearnerCore::AddReferenceKl(const MicroBatch& mb, const at::Tensor& steps,
   }
   // k3 estimate of KL(theta || ref) on tokens theta sampled (about):
   // x = log ref - log theta; e^x - 1 - x >= 0, differentiable in theta.
-  const at::Tensor x = (ref * mb.mask - steps) * mb.mask;
-  const at::Tensor k3 = ((x.exp() - 1) - x) * mb.mask;  // [B, K]
+  // (steps is masked already: x and k3 are 0 at steps not executed.)
+  const at::Tensor x = ref * mb.mask - steps;
+  const at::Tensor k3 = (x.exp() - 1) - x;  // [B, K]
   const double dims = static_cast<double>(mb.tokens.size(-1));
   const at::Tensor per_token = k3.sum(1) / (mb.mask.sum(1).clamp_min(1) * dims);
   terms->loss =
@@ -264,8 +265,8 @@ void LearnerCore::LossSums::Add(const PpoLossTerms& t, const at::Tensor& loss) {
       r.max(),
       t.decision_kl_sum,
       t.tokens,
-      torch::scalar_tensor(static_cast<double>(r.size(0)), r.options()),
       t.ref_kl_sum};
+  samples += r.size(0);
   for (int f = 0; f < kFields; ++f) {
     if (!v[f].defined()) {
       v[f] = add[f];

@@ -266,11 +266,11 @@ class LearnerCore {
       kRatioMax,
       kDecisionKl,  // k3 of KL(prox || theta) per decision, summed
       kTokens,      // the action tokens of the decisions
-      kSamples,     // the decisions
       kRefKl,       // k3 of KL(theta || reference) per step, summed
       kFields
     };
     at::Tensor v[kFields];
+    int64_t samples = 0;  // the decisions added (known on the host)
     void Add(const PpoLossTerms& terms, const at::Tensor& loss);
     bool empty() const { return !v[kLoss].defined(); }
     at::Tensor Pack() const;  // [kFields]

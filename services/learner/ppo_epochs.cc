@@ -215,16 +215,16 @@ void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
                                   LearnerStepStats* st) {
   if (n <= 0 || epoch_sums.empty()) return;
   std::vector<at::Tensor> packed;
+  std::vector<double> samples;  // per epoch: fewer in one kl_stop ended
   for (const LossSums& s : epoch_sums) {
-    if (!s.empty()) packed.push_back(s.Pack());
+    if (s.empty()) continue;
+    packed.push_back(s.Pack());
+    samples.push_back(static_cast<double>(s.samples));
   }
   const at::Tensor all =
       torch::stack(packed).to(torch::kCPU).contiguous();  // [epochs, fields]
   const double* v = all.data_ptr<double>();
-  // An epoch ended by kl_stop holds fewer than n samples.
-  double trained = 0;
-  for (size_t k = 0; k < packed.size(); ++k)
-    trained += v[k * LossSums::kFields + LossSums::kSamples];
+  const double trained = std::accumulate(samples.begin(), samples.end(), 0.0);
   const double passes =
       static_cast<double>(minibatches) * static_cast<double>(packed.size());
   double total[LossSums::kFields] = {};
@@ -233,7 +233,7 @@ void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
   st->is_weight_max = st->ratio_max = -std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < packed.size(); ++k) {
     const double* e = v + k * LossSums::kFields;
-    const double per_epoch = std::max(1.0, e[LossSums::kSamples]);
+    const double per_epoch = std::max(1.0, samples[k]);
     for (int f = 0; f < LossSums::kFields; ++f) total[f] += e[f];
     st->is_weight_min = std::min(st->is_weight_min, e[LossSums::kIsMin]);
     st->is_weight_max = std::max(st->is_weight_max, e[LossSums::kIsMax]);
