@@ -6,7 +6,8 @@
 # prints each count's success and the first in the band.
 #   scripts/demo_count.sh CONFIG TASK [COUNTS...]    (default 10 20 40 80)
 # Env: RLVLA3_BIN (build/services/rl-vla3), OUT (runs/demo_count), EVAL (400),
-# FIRST (50), LOW (15), HIGH (35).
+# FIRST (50), LOW (15), HIGH (35), EVAL_SET (extra --set k=v for eval: the eval
+# horizon), FIRST_IN_BAND (1: stop at the first count in the band).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIG=$1; TASK=$2; shift 2
@@ -15,6 +16,7 @@ COUNTS=("$@")
 BIN=${RLVLA3_BIN:-build/services/rl-vla3}
 OUT=${OUT:-runs/demo_count}
 EVAL=${EVAL:-400}; FIRST=${FIRST:-50}; LOW=${LOW:-15}; HIGH=${HIGH:-35}
+read -r -a eval_set <<< "${EVAL_SET:-}"
 mkdir -p "$OUT"
 chosen=""
 for n in "${COUNTS[@]}"; do
@@ -25,12 +27,13 @@ for n in "${COUNTS[@]}"; do
   ck="$OUT/$name/checkpoint"
   pct=$("$BIN" eval --config "$CONFIG" --checkpoint "$ck" --episodes "$EVAL" \
     --first-init "$FIRST" --outcomes "$ck.outcomes.$FIRST.$EVAL" \
-    --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }')
+    --set metrics.progress=off "${eval_set[@]}" 2>/dev/null | awk '$1 == "mean" { print $2 }')
   echo "$TASK: $n demos -> greedy $pct on $EVAL held-out states ($ck)"
   v=${pct%\%}
   if [ -z "$chosen" ] && awk -v v="$v" -v lo="$LOW" -v hi="$HIGH" \
       'BEGIN { exit !(v >= lo && v <= hi) }'; then
     chosen=$n
+    [ "${FIRST_IN_BAND:-0}" = 1 ] && break
   fi
 done
 echo "demo-count rule ($LOW-$HIGH% greedy): ${chosen:-none of ${COUNTS[*]}} for $TASK"

@@ -5,7 +5,8 @@
 # outcomes (McNemar). Issue 48's screening and goal-table runs.
 #   scripts/learning_run.sh CONFIG SFT_DIR NAME [--set k=v ...]
 # Env: RLVLA3_BIN (build/services/rl-vla3), OUT (runs/s48), EVAL (400),
-# FIRST (50), MODE (async), START_OUTCOMES (the SFT checkpoint's, made once).
+# FIRST (50), MODE (async), START_OUTCOMES (the SFT checkpoint's, made once),
+# EVAL_SET (extra --set k=v for both evaluations: the eval horizon).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIG=$1; SFT=$2; NAME=$3; shift 3
@@ -14,12 +15,13 @@ OUT=${OUT:-runs/s48}
 EVAL=${EVAL:-400}
 FIRST=${FIRST:-50}
 MODE=${MODE:-async}
+read -r -a eval_set <<< "${EVAL_SET:-}"
 mkdir -p "$OUT"
 start_outcomes=${START_OUTCOMES:-$SFT.outcomes.$FIRST.$EVAL}
 evaluate() {  # checkpoint, outcomes file, [actions]
   "$BIN" eval --config "$CONFIG" --checkpoint "$1" --episodes "$EVAL" \
     --first-init "$FIRST" --outcomes "$2" --actions "${3:-greedy}" \
-    --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }'
+    --set metrics.progress=off "${eval_set[@]}" 2>/dev/null | awk '$1 == "mean" { print $2 }'
 }
 [ -f "$start_outcomes" ] || evaluate "$SFT" "$start_outcomes" > /dev/null
 t0=$(date +%s)

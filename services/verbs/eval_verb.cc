@@ -90,6 +90,19 @@ int VerbEval(const VerbArgs& f) {
     return kExitUsage;
   }
   const bool sampled = actions == "sampled";
+  // The checkpoint's own temperature unless given: an RL checkpoint samples
+  // at rl.init_action_temperature, an SFT one at what SFT learned, so a
+  // sampled comparison of the two names one temperature for both.
+  double temperature = 0;
+  if (const std::string t = f.Get("--temperature", ""); !t.empty()) {
+    if (!sampled || !absl::SimpleAtod(t, &temperature) || !(temperature > 0)) {
+      std::fprintf(stderr,
+                   "rl-vla3: eval --temperature expects a number > 0 with "
+                   "--actions sampled, got '%s'\n",
+                   t.c_str());
+      return kExitUsage;
+    }
+  }
   absl::StatusOr<PolicyCheckpoint> ck = LoadPolicyCheckpoint(path);
   if (!ck.ok()) {
     spdlog::error("eval: {}", ck.status().ToString());
@@ -104,6 +117,13 @@ int VerbEval(const VerbArgs& f) {
     return kExitUsage;
   }
   ck->policy->SetTraining(false);
+  if (temperature > 0) {
+    if (absl::Status s = ck->policy->SetActionTemperature(temperature);
+        !s.ok()) {
+      spdlog::error("eval: --temperature: {}", s.ToString());
+      return kExitUsage;
+    }
+  }
   Policy& policy = *ck->policy;
   const auto start = absl::Now();
   absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
@@ -120,12 +140,14 @@ int VerbEval(const VerbArgs& f) {
     return kExitFailure;
   }
   std::printf(
-      "checkpoint %s (policy version %llu), %s actions, %d episodes per task "
-      "from initial states %d..%d, %lld steps of each chunk executed, %.0f "
-      "s\n",
+      "checkpoint %s (policy version %llu), %s%s actions, %d episodes per "
+      "task from initial states %d..%d, %lld steps of each chunk executed, "
+      "%.0f s\n",
       path.c_str(), static_cast<unsigned long long>(ck->version),
-      sampled ? "sampled" : "greedy", *episodes, first_init,
-      first_init + *episodes - 1,
+      sampled ? "sampled" : "greedy",
+      temperature > 0 ? absl::StrCat(" (temperature ", temperature, ")").c_str()
+                      : "",
+      *episodes, first_init, first_init + *episodes - 1,
       static_cast<long long>(
           std::min<int64_t>(cfg.rl.execute_steps, policy.chunk())),
       absl::ToDoubleSeconds(absl::Now() - start));
@@ -149,10 +171,12 @@ Verb EvalVerb() {
       "  them is refused (exit 2)\n"
       "  --task NAME             a task (repeatable; default sft.tasks)\n"
       "  --actions greedy|sampled  how tokens are chosen (default greedy)\n"
+      "  --temperature T         with sampled: sample at T on every action\n"
+      "                          dimension (default: the checkpoint's own)\n"
       "  --outcomes FILE         also write each episode's outcome (task, "
       "initial state, 1/0)\n",
       {"--checkpoint", "--episodes", "--task", "--actions", "--first-init",
-       "--outcomes"},
+       "--outcomes", "--temperature"},
       {},
       VerbEval};
 }

@@ -104,6 +104,19 @@ TEST(Cli, RenderWritesBothCamerasAndRejectsBadFlags) {
   EXPECT_NE(bad_actions.output.find("--actions must be greedy or sampled"),
             std::string::npos)
       << bad_actions.output;
+  for (const std::string t : {"0", "-1", "warm"}) {
+    Result bad = RunCli(
+        "eval --checkpoint /nonexistent --actions sampled "
+        "--temperature " +
+        t);
+    EXPECT_EQ(bad.exit_code, 2) << t;
+    EXPECT_NE(bad.output.find("--temperature expects a number > 0"),
+              std::string::npos)
+        << bad.output;
+  }
+  // A temperature means nothing to greedy actions: refused, not ignored.
+  EXPECT_EQ(
+      RunCli("eval --checkpoint /nonexistent --temperature 0.6").exit_code, 2);
 }
 
 // `bench --env-workers`: the env stage alone at each worker count, a row
