@@ -1,15 +1,19 @@
 #include "services/net/grpc_common.h"
 
+#include <arpa/inet.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <netinet/in.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -32,24 +36,56 @@ int Ms(absl::Duration d) {
   return static_cast<int>(absl::ToInt64Milliseconds(d));
 }
 
-// The host of a gRPC address or target (HOST:PORT, [V6]:PORT, dns:///...,
-// ipv4:..., ipv6:...); "unix" for a Unix socket.
-std::string HostOf(absl::string_view a) {
-  if (absl::StartsWith(a, "unix:")) return "unix";
-  for (absl::string_view scheme : {"dns:///", "dns:", "ipv4:", "ipv6:"}) {
-    if (absl::ConsumePrefix(&a, scheme)) break;
-  }
-  const size_t colon = a.rfind(':');
-  absl::string_view host =
-      colon == absl::string_view::npos ? a : a.substr(0, colon);
+// A host that is a loopback IP literal (127.0.0.0/8, ::1, ::ffff:127.x) or
+// exactly "localhost"; a name that merely starts with "127." is not.
+bool IsLoopbackHost(absl::string_view host) {
   absl::ConsumePrefix(&host, "[");
   absl::ConsumeSuffix(&host, "]");
-  return std::string(host);
+  if (absl::EqualsIgnoreCase(host, "localhost")) return true;
+  const std::string h(host);
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, h.c_str(), &v6) != 1) return false;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
 }
 
-bool IsLoopback(const std::string& host) {
-  return host == "unix" || host == "localhost" || host == "::1" ||
-         absl::StartsWith(host, "127.");
+// Whether every host a gRPC address or target names is loopback: HOST:PORT,
+// [V6]:PORT, dns:[//AUTHORITY/]HOST:PORT, ipv4:/ipv6: address lists (each
+// entry), unix: and unix-abstract: sockets.
+bool IsLoopbackAddress(absl::string_view a) {
+  if (absl::StartsWith(a, "unix:") || absl::StartsWith(a, "unix-abstract:")) {
+    return true;
+  }
+  bool list = false;
+  if (absl::ConsumePrefix(&a, "dns:")) {
+    if (absl::ConsumePrefix(&a, "//")) {  // an authority, then the name
+      const size_t slash = a.find('/');
+      if (slash == absl::string_view::npos) return false;
+      a.remove_prefix(slash + 1);
+    }
+  } else if (absl::ConsumePrefix(&a, "ipv4:") ||
+             absl::ConsumePrefix(&a, "ipv6:")) {
+    list = true;
+  }
+  std::vector<absl::string_view> entries =
+      list ? absl::StrSplit(a, ',') : std::vector<absl::string_view>{a};
+  for (absl::string_view e : entries) {
+    // HOST:PORT or [V6]:PORT; a bare IPv6 literal has more than one colon.
+    absl::string_view host = e;
+    if (absl::StartsWith(e, "[")) {
+      const size_t close = e.find(']');
+      if (close == absl::string_view::npos) return false;
+      host = e.substr(0, close + 1);
+    } else if (e.find(':') == e.rfind(':') && e.find(':') != e.npos) {
+      host = e.substr(0, e.find(':'));
+    }
+    if (host.empty() || !IsLoopbackHost(host)) return false;
+  }
+  return !entries.empty();
 }
 
 // Mutual TLS with net.tls: callers must present a certificate the CA signed.
@@ -90,7 +126,7 @@ absl::StatusOr<std::string> ReadToken(const std::string& file,
 absl::Status CheckTokenTransport(const std::string& address,
                                  const NetOptions& net) {
   if (net.token.empty() || net.tls.has_value() || net.allow_plaintext_token ||
-      IsLoopback(HostOf(address))) {
+      IsLoopbackAddress(address)) {
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(

@@ -25,6 +25,7 @@ Example:
 """
 
 import dataclasses
+import ipaddress
 import queue
 import struct
 import threading
@@ -59,15 +60,52 @@ class Tls:
         return Tls(read(cert), read(key), read(ca), server_name)
 
 
-def _is_loopback(target: str) -> bool:
-    host = target.split("///")[-1]
-    for scheme in ("ipv4:", "ipv6:", "dns:"):
-        if host.startswith(scheme):
-            host = host[len(scheme):]
-    if target.startswith("unix:"):
+def _is_loopback_host(host: str) -> bool:
+    """A loopback IP literal or exactly `localhost`; `127.example.org` is a
+    name, not a loopback address."""
+    host = host.strip("[]")
+    if host.lower() == "localhost":
         return True
-    host = host.rsplit(":", 1)[0].strip("[]")
-    return host in ("localhost", "::1") or host.startswith("127.")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def _is_loopback(target: str) -> bool:
+    """Whether every host `target` names is loopback (as the C++ roles'
+    check): HOST:PORT, [V6]:PORT, dns:[//AUTHORITY/]HOST:PORT, ipv4:/ipv6:
+    address lists (each entry), unix: sockets."""
+    if target.startswith(("unix:", "unix-abstract:")):
+        return True
+    rest, entries = target, None
+    if rest.startswith("dns:"):
+        rest = rest[len("dns:"):]
+        if rest.startswith("//"):
+            authority_end = rest.find("/", 2)
+            if authority_end < 0:
+                return False
+            rest = rest[authority_end + 1:]
+        entries = [rest]
+    elif rest.startswith(("ipv4:", "ipv6:")):
+        entries = rest[len("ipv4:"):].split(",")
+    else:
+        entries = [rest]
+    for e in entries:
+        if e.startswith("["):
+            close = e.find("]")
+            if close < 0:
+                return False
+            host = e[:close + 1]
+        elif e.count(":") == 1:
+            host = e.split(":", 1)[0]
+        else:
+            host = e
+        if not host or not _is_loopback_host(host):
+            return False
+    return bool(entries)
 
 
 def _channel(target: str, tls: Optional[Tls], token: Optional[str],

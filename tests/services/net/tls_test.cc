@@ -124,6 +124,20 @@ TEST(TokenTransport, RefusedInPlaintextOffLoopbackUnlessAllowed) {
             std::string::npos)
       << off;
   EXPECT_FALSE(CheckTokenTransport("dns:///rlvla3-learner:50051", n).ok());
+  // Parsed loopback literals only: a name that starts with "127." is a
+  // name, and an address list is loopback only if every entry is.
+  for (const char* on :
+       {"127.1.2.3:1", "dns:///localhost:1", "ipv4:127.0.0.1:1",
+        "ipv4:127.0.0.1:1,127.0.0.2:2", "ipv6:[::1]:1", "[::ffff:127.0.0.1]:1",
+        "unix:/tmp/s.sock", "LOCALHOST:1"}) {
+    EXPECT_TRUE(CheckTokenTransport(on, n).ok()) << on;
+  }
+  for (const char* off : {"127.example.org:1", "dns:///127.example.org:1",
+                          "ipv4:127.0.0.1:1,10.0.0.5:2", "127.0.0.1.nip.io:1",
+                          "localhost.evil.com:1", "dns://8.8.8.8/evil.com:1",
+                          "[::2]:1", "ipv6:[::1]:1,[2001:db8::1]:2", ""}) {
+    EXPECT_FALSE(CheckTokenTransport(off, n).ok()) << off;
+  }
   // Clients and servers both refuse.
   EXPECT_FALSE(MakeChannel("rlvla3-learner:50051", n).ok());
   RosterService roster(n, absl::Seconds(10));

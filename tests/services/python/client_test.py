@@ -177,6 +177,21 @@ class PlaintextTokenTest(unittest.TestCase):
             RolloutClient("10.1.2.3:50052", "10.1.2.3:50051", [0], token="t")
         self.assertIn("plaintext", str(e.exception))
 
+    def test_only_parsed_loopback_addresses_count_as_loopback(self):
+        from rlvla3_client import _is_loopback
+        for on in ("127.1.2.3:1", "dns:///localhost:1", "ipv4:127.0.0.1:1",
+                   "ipv4:127.0.0.1:1,127.0.0.2:2", "ipv6:[::1]:1",
+                   "[::ffff:127.0.0.1]:1", "unix:/tmp/s.sock", "LOCALHOST:1"):
+            self.assertTrue(_is_loopback(on), on)
+        for off in ("127.example.org:1", "dns:///127.example.org:1",
+                    "ipv4:127.0.0.1:1,10.0.0.5:2", "127.0.0.1.nip.io:1",
+                    "localhost.evil.com:1", "dns://8.8.8.8/evil.com:1",
+                    "[::2]:1", "ipv6:[::1]:1,[2001:db8::1]:2", ""):
+            self.assertFalse(_is_loopback(off), off)
+        with self.assertRaises(ValueError):
+            RolloutClient("127.example.org:50052", "127.0.0.1:50051", [0],
+                          token="t")
+
 
 if __name__ == "__main__":
     unittest.main()
