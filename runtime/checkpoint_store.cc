@@ -1,6 +1,10 @@
 #include "runtime/checkpoint_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -23,11 +27,30 @@ constexpr char kRejected[] = "rejected-version_";
 constexpr char kDeleting[] = ".deleting-version_";
 constexpr char kManifest[] = "MANIFEST";
 constexpr char kPublished[] = "published_version";
+constexpr size_t kKeptRejected = 3;  // rejected-version_V folders kept
 
 absl::Status FsError(const std::string& what, const std::string& path,
                      const std::error_code& ec) {
   return absl::UnavailableError(
       absl::StrCat(path, ": ", what, " failed: ", ec.message()));
+}
+
+// fsync(2) of a file or a folder: its data (a file's content, a folder's
+// entries) reaches the disk before the caller goes on.
+absl::Status SyncPath(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat(path, ": opening to sync failed: ", std::strerror(errno)));
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat(path, ": fsync failed: ", std::strerror(err)));
+  }
+  return absl::OkStatus();
 }
 
 // The version in NAME when it is PREFIX followed by digits only.
@@ -176,6 +199,17 @@ absl::StatusOr<std::string> CheckpointStore::Commit(uint64_t version) const {
       !s.ok()) {
     return s;
   }
+  // Durable before it is named whole: every file, MANIFEST and the folder's
+  // entries; after the rename, the parent's entry (a power loss then leaves
+  // either the partial folder or the whole checkpoint).
+  for (const std::string& f : files) {
+    if (absl::Status s = SyncPath(partial + "/" + f); !s.ok()) return s;
+  }
+  if (absl::Status s = SyncPath(absl::StrCat(partial, "/", kManifest));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = SyncPath(partial); !s.ok()) return s;
   const std::string complete = CompletePath(version);
   if (fs::exists(complete, ec)) {
     if (absl::Status s = RemoveCheckpointFolder(dir_, {complete, version});
@@ -185,6 +219,7 @@ absl::StatusOr<std::string> CheckpointStore::Commit(uint64_t version) const {
   }
   fs::rename(partial, complete, ec);
   if (ec) return FsError("renaming into place", partial, ec);
+  if (absl::Status s = SyncPath(dir_); !s.ok()) return s;
   return complete;
 }
 
@@ -231,6 +266,15 @@ absl::Status CheckpointStore::Reject(const CheckpointInfo& c) const {
   fs::remove_all(to, ec);
   fs::rename(c.path, to, ec);
   if (ec) return FsError("setting aside", c.path, ec);
+  // Kept for inspection, but bounded: the newest kKeptRejected only.
+  std::vector<CheckpointInfo> rejected =
+      NewestFirst(FoldersNamed(dir_, kRejected));
+  for (size_t i = kKeptRejected; i < rejected.size(); ++i) {
+    fs::remove_all(rejected[i].path, ec);
+    if (ec)
+      return FsError("removing an old rejected checkpoint", rejected[i].path,
+                     ec);
+  }
   return absl::OkStatus();
 }
 
@@ -276,18 +320,27 @@ absl::Status CheckpointStore::RecordPublished(uint64_t version) const {
       !s.ok()) {
     return s;
   }
+  if (absl::Status s = SyncPath(tmp); !s.ok()) return s;
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) return FsError("renaming into place", tmp, ec);
-  return absl::OkStatus();
+  return SyncPath(dir_);
 }
 
-uint64_t CheckpointStore::PublishedHighWater() const {
-  std::ifstream in(absl::StrCat(dir_, "/", kPublished));
+absl::StatusOr<uint64_t> CheckpointStore::PublishedHighWater() const {
+  const std::string path = absl::StrCat(dir_, "/", kPublished);
+  std::error_code ec;
+  if (!fs::exists(path, ec) && !ec) return 0;  // never published
+  std::ifstream in(path);
   std::string line;
   uint64_t v = 0;
   if (in && std::getline(in, line) && absl::SimpleAtoi(line, &v)) return v;
-  return 0;
+  // Read as 0, a restarted learner would publish below what its subscribers
+  // hold; a mark that exists but cannot be read is an error.
+  return absl::DataLossError(
+      absl::StrCat(path, ": the published high-water mark cannot be read (",
+                   in ? absl::StrCat("content '", line, "'") : "unreadable",
+                   "); restore it, or start afresh with rl.resume=never"));
 }
 
 absl::Status CheckpointStore::Verify(const std::string& path) {

@@ -8,13 +8,16 @@
 //                             written last, names every file with its size
 //                             and a 64-bit content hash
 //   DIR/rejected-version_V/   a checkpoint that failed verification, kept
-//                             for inspection and never listed again
+//                             for inspection (the newest 3) and never listed
+//                             again
 //   DIR/published_version     the highest version the run ever published
 //
 // A process killed mid-write leaves a partial folder (never listed); a file
 // truncated or damaged after the rename fails Verify (sizes and hashes), so
 // NewestValid skips it with a reason and takes the previous complete one.
-// Nothing is fsynced: a torn write after a power loss fails Verify as well.
+// Commit fsyncs every file, MANIFEST and the folder before the rename and the
+// parent after it, so a power loss leaves the partial folder or a whole
+// checkpoint; a torn write that slips through still fails Verify.
 //
 // Example:
 //   CheckpointStore store("runs/x/checkpoints");
@@ -70,7 +73,8 @@ class CheckpointStore {
   absl::Status Prune(int keep) const;
   // Removes every staging folder (a writer starting; none is writing).
   absl::Status RemovePartials() const;
-  // Renames a complete checkpoint to rejected-version_V.
+  // Renames a complete checkpoint to rejected-version_V; the oldest rejected
+  // ones beyond the newest 3 are removed.
   absl::Status Reject(const CheckpointInfo& c) const;
   // Removes every checkpoint and the published mark (a fresh run).
   absl::Status Clear() const;
@@ -83,9 +87,11 @@ class CheckpointStore {
   absl::StatusOr<CheckpointInfo> NewestValid(
       std::vector<SkippedCheckpoint>* skipped) const;
 
-  // The highest published version: written (atomically) at each publish.
+  // The highest published version: written (atomically, durably) at each
+  // publish. 0 when never recorded; DataLoss when the file exists but does
+  // not hold a version (never read as 0: see PlanResume).
   absl::Status RecordPublished(uint64_t version) const;
-  uint64_t PublishedHighWater() const;  // 0 when never recorded
+  absl::StatusOr<uint64_t> PublishedHighWater() const;
 
   // OK when every file MANIFEST names has its size and hash and MANIFEST
   // names at least one file.

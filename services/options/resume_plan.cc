@@ -14,12 +14,14 @@ absl::StatusOr<ResumePlan> PlanResume(const Config& c,
                                       const std::string& checkpoint_dir) {
   ResumePlan p;
   const CheckpointStore store(checkpoint_dir);
-  p.published = store.PublishedHighWater();
+  absl::StatusOr<uint64_t> published = store.PublishedHighWater();
   if (c.rl.resume == "never") {
     p.clear = true;
     p.published = 0;
     return p;
   }
+  if (!published.ok()) return published.status();
+  p.published = *published;
   if (c.rl.resume != "auto") {
     std::error_code ec;
     if (!std::filesystem::is_directory(c.rl.resume, ec)) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -152,14 +153,48 @@ TEST(CheckpointStore, PublishedHighWaterRoundTripsAndClears) {
   const testutil::TestDir t;
   CheckpointStore store(t.File("ck"));
   ASSERT_TRUE(store.CheckWritable().ok());
-  EXPECT_EQ(store.PublishedHighWater(), 0u);
+  EXPECT_EQ(store.PublishedHighWater().value_or(99), 0u);
   ASSERT_TRUE(store.RecordPublished(41).ok());
   ASSERT_TRUE(store.RecordPublished(42).ok());
-  EXPECT_EQ(store.PublishedHighWater(), 42u);
+  EXPECT_EQ(store.PublishedHighWater().value_or(0), 42u);
   WriteCheckpoint(store, 40);
   ASSERT_TRUE(store.Clear().ok());
-  EXPECT_EQ(store.PublishedHighWater(), 0u);
+  EXPECT_EQ(store.PublishedHighWater().value_or(99), 0u);
   EXPECT_TRUE(store.List().empty());
+}
+
+// A mark that exists but holds no version is an error, never 0: read as 0,
+// a restarted learner would publish below what its subscribers hold.
+TEST(CheckpointStore, AnUnreadableHighWaterMarkIsAnErrorNotZero) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  ASSERT_TRUE(store.CheckWritable().ok());
+  for (const char* bad : {"", "12x\n", "garbage\n"}) {
+    std::ofstream(t.File("ck/published_version")) << bad;
+    absl::StatusOr<uint64_t> v = store.PublishedHighWater();
+    ASSERT_FALSE(v.ok()) << "'" << bad << "' read as " << *v;
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(v.status().message().find("published_version"), std::string::npos)
+        << v.status();
+  }
+}
+
+// Rejected checkpoints are kept for inspection, but not without bound.
+TEST(CheckpointStore, OnlyTheNewestRejectedCheckpointsAreKept) {
+  const testutil::TestDir t;
+  CheckpointStore store(t.File("ck"));
+  for (uint64_t v = 1; v <= 6; ++v) {
+    WriteCheckpoint(store, v);
+    ASSERT_TRUE(store.Reject({store.CompletePath(v), v}).ok());
+  }
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(t.File("ck"))) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"rejected-version_4",
+                                            "rejected-version_5",
+                                            "rejected-version_6"}));
 }
 
 TEST(CheckpointStore, UnwritableFolderIsAClearError) {

@@ -3,7 +3,8 @@
 // whole checkpoint (training state included) and numbers its versions above
 // every version published; torn or unmarked checkpoints are skipped, named
 // and set aside; rl.resume=never starts fresh; a bad rl.resume exits 2; a
-// checkpoint folder that cannot be written stops the run at start.
+// checkpoint folder that cannot be written, or a high-water mark that cannot
+// be read, stops the run at start.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -133,6 +134,22 @@ TEST(Resume, NeverStartsFreshAndClearsTheFolder) {
   ASSERT_FALSE(v.empty());
   EXPECT_LE(v[0], 7u);
   EXPECT_TRUE(fs::exists(Checkpoints(dir) + "/version_5/MANIFEST"));
+}
+
+// A high-water mark that exists but cannot be read stops the run, naming
+// it: read as 0, the learner would publish below its subscribers' versions.
+TEST(Resume, AnUnreadableHighWaterMarkStopsTheRunNamingIt) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=10").exit_code, 0);
+  std::ofstream(Checkpoints(dir) + "/published_version") << "garbage\n";
+  const std::vector<uint64_t> before = Versions(dir);
+  const Result r = Train(dir, "--set rl.max_steps=15");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("published_version: the published high-water mark "
+                          "cannot be read"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(Versions(dir), before);  // nothing written, nothing removed
 }
 
 TEST(Resume, BadResumePathExits2NamingTheKey) {
