@@ -61,6 +61,53 @@ std::optional<Config> ConfigForCheckpoint(const VerbArgs& f, const Config& c,
   return cfg;
 }
 
+// The flags that choose the episodes and how actions are drawn.
+struct EvalFlags {
+  int episodes = 0;
+  int first_init = 0;
+  bool sampled = false;
+  double temperature = 0;  // > 0: replaces the checkpoint's (sampled only)
+};
+
+std::optional<EvalFlags> ParseEvalFlags(const VerbArgs& f, const Config& c) {
+  EvalFlags e;
+  auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
+  if (!episodes) return std::nullopt;
+  e.episodes = *episodes;
+  // Held out by default: the first state after the ones training draws from.
+  e.first_init = static_cast<int>(c.rl.init_state_first + c.rl.init_states);
+  if (const std::string v = f.Get("--first-init", absl::StrCat(e.first_init));
+      !absl::SimpleAtoi(v, &e.first_init) || e.first_init < 0) {
+    std::fprintf(stderr,
+                 "rl-vla3: eval --first-init expects an integer >= 0, got "
+                 "'%s'\n",
+                 v.c_str());
+    return std::nullopt;
+  }
+  const std::string actions = f.Get("--actions", "greedy");
+  if (actions != "greedy" && actions != "sampled") {
+    std::fprintf(
+        stderr, "rl-vla3: eval --actions must be greedy or sampled, got '%s'\n",
+        actions.c_str());
+    return std::nullopt;
+  }
+  e.sampled = actions == "sampled";
+  // The checkpoint's own temperature unless given: an RL checkpoint samples
+  // at rl.init_action_temperature, an SFT one at what SFT learned, so a
+  // sampled comparison of the two names one temperature for both.
+  if (const std::string t = f.Get("--temperature", ""); !t.empty()) {
+    if (!e.sampled || !absl::SimpleAtod(t, &e.temperature) ||
+        !(e.temperature > 0)) {
+      std::fprintf(stderr,
+                   "rl-vla3: eval --temperature expects a number > 0 with "
+                   "--actions sampled, got '%s'\n",
+                   t.c_str());
+      return std::nullopt;
+    }
+  }
+  return e;
+}
+
 int VerbEval(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
@@ -70,39 +117,8 @@ int VerbEval(const VerbArgs& f) {
     std::fprintf(stderr, "rl-vla3: eval needs --checkpoint PATH\n");
     return kExitUsage;
   }
-  auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
-  if (!episodes) return kExitUsage;
-  // Held out by default: the first state after the ones training draws from.
-  int first_init = static_cast<int>(c->rl.init_state_first + c->rl.init_states);
-  if (const std::string v = f.Get("--first-init", absl::StrCat(first_init));
-      !absl::SimpleAtoi(v, &first_init) || first_init < 0) {
-    std::fprintf(stderr,
-                 "rl-vla3: eval --first-init expects an integer >= 0, got "
-                 "'%s'\n",
-                 v.c_str());
-    return kExitUsage;
-  }
-  const std::string actions = f.Get("--actions", "greedy");
-  if (actions != "greedy" && actions != "sampled") {
-    std::fprintf(
-        stderr, "rl-vla3: eval --actions must be greedy or sampled, got '%s'\n",
-        actions.c_str());
-    return kExitUsage;
-  }
-  const bool sampled = actions == "sampled";
-  // The checkpoint's own temperature unless given: an RL checkpoint samples
-  // at rl.init_action_temperature, an SFT one at what SFT learned, so a
-  // sampled comparison of the two names one temperature for both.
-  double temperature = 0;
-  if (const std::string t = f.Get("--temperature", ""); !t.empty()) {
-    if (!sampled || !absl::SimpleAtod(t, &temperature) || !(temperature > 0)) {
-      std::fprintf(stderr,
-                   "rl-vla3: eval --temperature expects a number > 0 with "
-                   "--actions sampled, got '%s'\n",
-                   t.c_str());
-      return kExitUsage;
-    }
-  }
+  const std::optional<EvalFlags> e = ParseEvalFlags(f, *c);
+  if (!e) return kExitUsage;
   absl::StatusOr<PolicyCheckpoint> ck = LoadPolicyCheckpoint(path);
   if (!ck.ok()) {
     spdlog::error("eval: {}", ck.status().ToString());
@@ -117,8 +133,8 @@ int VerbEval(const VerbArgs& f) {
     return kExitUsage;
   }
   ck->policy->SetTraining(false);
-  if (temperature > 0) {
-    if (absl::Status s = ck->policy->SetActionTemperature(temperature);
+  if (e->temperature > 0) {
+    if (absl::Status s = ck->policy->SetActionTemperature(e->temperature);
         !s.ok()) {
       spdlog::error("eval: --temperature: {}", s.ToString());
       return kExitUsage;
@@ -127,14 +143,15 @@ int VerbEval(const VerbArgs& f) {
   Policy& policy = *ck->policy;
   const auto start = absl::Now();
   absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
-      policy, ck->tokenizer, EvalOptionsFromConfig(cfg), *tasks, *episodes,
-      sampled, first_init, static_cast<int>(cfg.rl.execute_steps));
+      policy, ck->tokenizer, EvalOptionsFromConfig(cfg), *tasks, e->episodes,
+      e->sampled, e->first_init, static_cast<int>(cfg.rl.execute_steps));
   if (!r.ok()) {
     spdlog::error("eval: {}", r.status().ToString());
     return kExitFailure;
   }
   std::printf("%s", FormatTaskSuccess(*r).c_str());
-  if (absl::Status s = WriteOutcomes(f.Get("--outcomes", ""), *r, first_init);
+  if (absl::Status s =
+          WriteOutcomes(f.Get("--outcomes", ""), *r, e->first_init);
       !s.ok()) {
     spdlog::error("eval: {}", s.ToString());
     return kExitFailure;
@@ -144,10 +161,11 @@ int VerbEval(const VerbArgs& f) {
       "task from initial states %d..%d, %lld steps of each chunk executed, "
       "%.0f s\n",
       path.c_str(), static_cast<unsigned long long>(ck->version),
-      sampled ? "sampled" : "greedy",
-      temperature > 0 ? absl::StrCat(" (temperature ", temperature, ")").c_str()
-                      : "",
-      *episodes, first_init, first_init + *episodes - 1,
+      e->sampled ? "sampled" : "greedy",
+      e->temperature > 0
+          ? absl::StrCat(" (temperature ", e->temperature, ")").c_str()
+          : "",
+      e->episodes, e->first_init, e->first_init + e->episodes - 1,
       static_cast<long long>(
           std::min<int64_t>(cfg.rl.execute_steps, policy.chunk())),
       absl::ToDoubleSeconds(absl::Now() - start));
