@@ -22,6 +22,7 @@
 #include "services/net/roster.h"
 #include "services/runs/child_process.h"
 #include "services/runs/health_wait.h"
+#include "services/runs/restart_policy.h"
 
 namespace rlvla3 {
 namespace {
@@ -36,6 +37,7 @@ struct Member {
   std::string address;
   std::shared_ptr<grpc::Channel> channel;  // status polls, kept connected
   std::unique_ptr<ChildProcess> process;
+  RestartPolicy policy;  // what its exits mean: restart, or the run's end
   int restarts = 0;
   Clock::time_point restart_at{};
   Clock::time_point started_at = Clock::now();
@@ -225,7 +227,11 @@ std::optional<int> StartInOrder(std::vector<Member>& members,
       if (absl::Status s = WaitHealthy(m, o.net, 120); !s.ok()) {
         std::fprintf(stderr, "rl-vla3 up: %s\n", s.ToString().c_str());
         StopAll(members, o);
-        return StopSignalled() ? kExitOk : kExitFailure;
+        if (StopSignalled()) return kExitOk;
+        // A role that refused its configuration: the run's error too.
+        return m.process->Poll() && m.process->exit_code() == kExitUsage
+                   ? kExitUsage
+                   : kExitFailure;
       }
       std::printf("up: %s serving on %s (pid %d, log %s)\n", m.label().c_str(),
                   m.address.c_str(), static_cast<int>(m.process->pid()),
@@ -249,33 +255,26 @@ void RestartWhenDue(Member& m) {
   }
 }
 
-// The restart delay after `restarts` earlier ones: 1, 2, 4 ... 30 s.
-int BackoffS(int restarts) { return std::min(30, 1 << std::min(restarts, 5)); }
-
-// A process that ran a minute before it exited starts its backoff again
-// (as the kubelet's restart backoff resets after a stable run).
-constexpr auto kStableRun = std::chrono::seconds(60);
-
 // One look at a member: restarts an inference or rollout process that
-// exited (backing off 1, 2, 4 ... 30 s), polls a live one's status. A
-// learner rank that exited is reported (true); the caller restarts the
-// whole group.
-bool Supervise(Member& m, const NetOptions& net) {
+// crashed (after its policy's backoff), polls a live one's status. When a
+// process ended, its policy's decision: the run's end (any role), or, for a
+// learner rank, a restart of the whole group (the caller's).
+std::optional<ExitDecision> Supervise(Member& m, const NetOptions& net) {
   if (m.waiting_restart) {
     if (m.role != Role::kLearner) RestartWhenDue(m);
-    return false;
+    return std::nullopt;
   }
   if (m.process->Poll()) {
-    if (m.role == Role::kLearner) return true;
-    if (Clock::now() - m.started_at > kStableRun) m.restarts = 0;
-    const int delay = BackoffS(m.restarts);
-    ++m.restarts;
-    std::fprintf(stderr, "up: %s exited (%s); restart #%d in %d s\n",
-                 m.label().c_str(), m.process->HowItEnded().c_str(), m.restarts,
-                 delay);
+    const ExitDecision d =
+        m.policy.OnExit(Clock::now(), m.started_at, m.process->exit_code(),
+                        m.role == Role::kLearner);
+    if (d.end_run || m.role == Role::kLearner) return d;
+    m.restarts = d.restart;
+    std::fprintf(stderr, "up: %s exited (%s); %s\n", m.label().c_str(),
+                 m.process->HowItEnded().c_str(), d.why.c_str());
     m.waiting_restart = true;
-    m.restart_at = Clock::now() + std::chrono::seconds(delay);
-    return false;
+    m.restart_at = Clock::now() + d.delay;
+    return std::nullopt;
   }
   NetOptions quick = net;
   quick.call_timeout = absl::Milliseconds(500);
@@ -285,7 +284,7 @@ bool Supervise(Member& m, const NetOptions& net) {
     m.status = *std::move(st);
     m.last_heard = Clock::now();
   }
-  return false;
+  return std::nullopt;
 }
 
 // A learner rank is gone: the data-parallel group cannot go on without it,
@@ -293,29 +292,22 @@ bool Supervise(Member& m, const NetOptions& net) {
 // restarted learner resumes from its newest checkpoint (rl.resume) while the
 // inference servers and rollout workers wait and reconnect.
 void ScheduleLearnerRestart(std::vector<Member>& members, const Member& gone,
-                            const UpLocalOptions& o) {
+                            const ExitDecision& d, const UpLocalOptions& o) {
   const std::string how = gone.process->HowItEnded();
   const std::string label = gone.label(), log = gone.process->log_path();
-  int restarts = 0;
   for (Member& m : members) {
     if (m.role != Role::kLearner) continue;
     if (!m.process->Poll()) m.process->Stop(absl::Seconds(10));
-    if (Clock::now() - m.started_at <= kStableRun) {
-      restarts = std::max(restarts, m.restarts);
-    }
-  }
-  const int delay = BackoffS(restarts);
-  for (Member& m : members) {
-    if (m.role != Role::kLearner) continue;
-    m.restarts = restarts + 1;
+    m.restarts = d.restart;
     m.waiting_restart = true;
-    m.restart_at = Clock::now() + std::chrono::seconds(delay);
+    m.restart_at = Clock::now() + d.delay;
   }
   std::fprintf(stderr,
                "up: the %s is gone (%s); restart #%d of the learner's %zu "
                "rank(s) in %d s, resuming from its newest checkpoint. See %s\n",
-               label.c_str(), how.c_str(), restarts + 1,
-               o.layout.learner_ranks.size(), delay, log.c_str());
+               label.c_str(), how.c_str(), d.restart,
+               o.layout.learner_ranks.size(), static_cast<int>(d.delay.count()),
+               log.c_str());
 }
 
 // Starts every rank of the learner group once its restart is due.
@@ -339,10 +331,22 @@ int SuperviseUntilStopped(std::vector<Member>& members,
     const double t = std::chrono::duration<double>(Clock::now() - t0).count();
     if (o.duration_s > 0 && t >= o.duration_s) break;
     const Member* gone = nullptr;
+    ExitDecision group;
     for (Member& m : members) {
-      if (Supervise(m, o.net) && gone == nullptr) gone = &m;
+      std::optional<ExitDecision> d = Supervise(m, o.net);
+      if (!d) continue;
+      if (d->end_run) {
+        std::fprintf(stderr, "up: %s %s; the run ends. See %s\n",
+                     m.label().c_str(), d->why.c_str(),
+                     m.process->log_path().c_str());
+        return d->run_exit_code;
+      }
+      if (gone == nullptr) {
+        gone = &m;
+        group = *d;
+      }
     }
-    if (gone != nullptr) ScheduleLearnerRestart(members, *gone, o);
+    if (gone != nullptr) ScheduleLearnerRestart(members, *gone, group, o);
     RestartLearnerWhenDue(members);
     std::printf("%s\n", ProgressLine(t, members, o.role_timeout_s).c_str());
     std::fflush(stdout);
@@ -375,6 +379,7 @@ int RunUpLocal(const UpLocalOptions& o) {
   std::fflush(stdout);
   StopAll(members, o);
   for (const Member& m : members) {
+    // Stopped by us: a learner that then failed to stop cleanly.
     if (m.process->exit_code() != 0 && exit_code == kExitOk &&
         m.role == Role::kLearner) {
       exit_code = kExitFailure;
@@ -416,83 +421,6 @@ int RunDownLocal(const std::string& run_dir) {
   }
   std::printf("down: the run in %s is stopped\n", run_dir.c_str());
   return kExitOk;
-}
-
-// The learner's roster (every role that sends heartbeats, wherever it runs);
-// false if a role is silent or the roster cannot be read.
-bool PrintRoster(const std::string& learner, const NetOptions& net) {
-  absl::StatusOr<v1::RoleRoster> r = ListRoles(learner, net);
-  if (!r.ok()) {
-    std::printf("\nroster: %s\n", r.status().ToString().c_str());
-    return false;
-  }
-  std::printf(
-      "\nroster of learner %s (heartbeats; silent past %.0f s is flagged)\n",
-      learner.c_str(), r->timeout_s());
-  std::printf("%-10s %-22s %-16s %8s %22s\n", "ROLE", "ADDRESS",
-              "LAST HEARTBEAT", "VERSION", "THROUGHPUT");
-  bool all = true;
-  for (const v1::RosterEntry& e : r->roles()) {
-    const v1::RoleStatus& st = e.status();
-    const std::string beat =
-        e.silent() ? absl::StrFormat("SILENT %.0f s", e.silent_s())
-                   : absl::StrFormat("%.1f s ago", e.silent_s());
-    const std::string rate =
-        st.role() == "inference"
-            ? absl::StrFormat("%.0f obs/s", st.observations_per_s())
-            : absl::StrFormat("%.0f frames/s", st.env_frames_per_s());
-    std::printf("%-10s %-22s %-16s %8llu %22s\n", st.role().c_str(),
-                e.address().c_str(), beat.c_str(),
-                static_cast<unsigned long long>(st.policy_version()),
-                rate.c_str());
-    all = all && !e.silent();
-  }
-  if (r->roles().empty()) std::printf("(no role has reported yet)\n");
-  return all;
-}
-
-int RunStatus(const ClusterLayout& l, const NetOptions& net) {
-  std::vector<std::pair<Role, std::string>> roles = {
-      {Role::kLearner, l.learner}};
-  for (size_t r = 1; r < l.learner_ranks.size(); ++r) {
-    roles.emplace_back(Role::kLearner, l.learner_ranks[r]);
-  }
-  for (const auto& a : l.inference) roles.emplace_back(Role::kInference, a);
-  for (const auto& a : l.rollout) roles.emplace_back(Role::kRollout, a);
-  std::printf("%-10s %-22s %-12s %8s %22s %9s\n", "ROLE", "ADDRESS", "HEALTH",
-              "VERSION", "THROUGHPUT", "UPTIME");
-  bool all = true;
-  NetOptions quick = net;
-  quick.call_timeout = absl::Seconds(2);
-  for (const auto& [role, address] : roles) {
-    absl::StatusOr<std::string> h = CheckHealth(address, quick);
-    const std::string health = h.ok() ? *h : "UNREACHABLE";
-    all = all && health == "SERVING";
-    absl::StatusOr<v1::RoleStatus> st = QueryRoleStatus(role, address, quick);
-    std::string version = "-", rate = "-", up = "-";
-    if (st.ok()) {
-      version = absl::StrCat(st->policy_version());
-      up = absl::StrFormat("%.0f s", st->uptime_s());
-      switch (role) {
-        case Role::kLearner:
-          rate = absl::StrFormat("%.1f samples/s", st->trained_samples_per_s());
-          break;
-        case Role::kInference:
-          rate = absl::StrFormat("%.0f obs/s", st->observations_per_s());
-          break;
-        case Role::kRollout:
-          rate = absl::StrFormat("%.0f frames/s", st->env_frames_per_s());
-          break;
-      }
-    } else if (h.ok()) {
-      rate = std::string(st.status().message()).substr(0, 22);
-    }
-    std::printf("%-10s %-22s %-12s %8s %22s %9s\n", RoleName(role),
-                address.c_str(), health.c_str(), version.c_str(), rate.c_str(),
-                up.c_str());
-  }
-  all = PrintRoster(l.learner, quick) && all;
-  return all ? kExitOk : kExitFailure;
 }
 
 }  // namespace rlvla3

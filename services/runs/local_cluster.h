@@ -7,15 +7,19 @@
 // at base_port+servers+workers+r, the ranks' rendezvous after them).
 //   up      starts the learner, then the inference servers, then the rollout
 //           workers, each once the previous ones answer health checks;
-//           prints one combined progress line per interval; restarts a
-//           role that exits, with backoff (1 s doubling to 30 s, reset
-//           after a minute of stable running): a learner rank that exits
-//           takes its whole group down and up again, and it resumes from
-//           its newest checkpoint (rl.resume); on Ctrl-C / SIGTERM / `down`
-//           stops rollout, inference, learner in that order.
+//           prints one combined progress line per interval; what a role's
+//           exit means is its RestartPolicy's (restart_policy.h): the
+//           learner's exit 0 ends the run (exit 0), any role's exit 2 ends
+//           it (exit 2), a crash is restarted with backoff (1 s doubling to
+//           30 s, reset after a minute of stable running) until the 5th in
+//           10 minutes ends the run (exit 1), naming the role's log. A
+//           learner rank that crashes takes its whole group down and up
+//           again, and it resumes from its newest checkpoint (rl.resume).
+//           The run lasts rl.duration_s unless --duration says otherwise;
+//           on Ctrl-C / SIGTERM / `down` stops rollout, inference, learner
+//           in that order.
 //   down    signals the `up` of the run (its pid is in RUN_DIR/up.pid).
-//   status  health, version and throughput of every role; exit 1 unless all
-//           are SERVING.
+//   status  is cluster_status.h's.
 // Logs: RUN_DIR/logs/ROLE.log.
 //
 // Example:
@@ -39,19 +43,19 @@ struct UpLocalOptions {
   std::string config_path;  // the run's resolved config (every role reads it)
   std::string run_dir;
   ClusterLayout layout;
-  double interval_s = 1;             // progress line
-  double role_timeout_s = 10;        // a role silent this long is reported
-  double duration_s = 0;             // 0: until stopped
+  double interval_s = 1;       // progress line
+  double role_timeout_s = 10;  // a role silent this long is reported
+  double duration_s = 0;  // 0: until stopped (the verb gives rl.duration_s)
   double collective_timeout_s = 60;  // learner ranks (stop grace)
   int metrics_port = 0;  // role k's /metrics at metrics_port + k (0: none)
   NetOptions net;
 };
 
-// Exit code: 0 after a requested stop, 1 when the run could not start or the
-// learner is gone.
+// Exit code: 0 after a requested stop, the duration or the learner's clean
+// exit; 2 when a role refused its configuration; 1 when the run could not
+// start or a role kept crashing.
 int RunUpLocal(const UpLocalOptions& options);
 int RunDownLocal(const std::string& run_dir);
-int RunStatus(const ClusterLayout& layout, const NetOptions& net);
 
 }  // namespace rlvla3
 

@@ -5,9 +5,11 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "runtime/config_schema.h"
 #include "runtime/logging.h"
 #include "services/options/cluster_options.h"
+#include "services/runs/cluster_status.h"
 #include "services/runs/local_cluster.h"
 #include "services/verbs/verb.h"
 #include "services/verbs/verbs.h"
@@ -66,8 +68,11 @@ int VerbUpDown(const VerbArgs& f) {
   o.collective_timeout_s = c->cluster.collective_timeout_s;
   o.metrics_port = static_cast<int>(c->metrics.prometheus_port);
   o.net = *net;
-  if (!absl::SimpleAtod(f.Get("--duration", "0"), &o.duration_s)) {
-    std::fprintf(stderr, "rl-vla3 up: --duration takes seconds\n");
+  // The run ends where `train` would: at rl.duration_s, unless --duration.
+  if (!absl::SimpleAtod(f.Get("--duration", absl::StrCat(c->rl.duration_s)),
+                        &o.duration_s) ||
+      o.duration_s < 0) {
+    std::fprintf(stderr, "rl-vla3 up: --duration takes seconds >= 0\n");
     return kExitUsage;
   }
   return RunUpLocal(o);
@@ -95,9 +100,12 @@ Verb UpVerb() {
       "--local: start every role of the run as a process on this machine\n"
       "(1 learner, cluster.inference_servers, cluster.rollout_workers), wait\n"
       "until all are healthy, print one progress line per metrics interval,\n"
-      "restart inference/rollout processes that exit; Ctrl-C stops them all\n"
+      "restart a role that crashes (the 5th crash in 10 min ends the run); "
+      "the\n"
+      "learner's exit 0 or any role's exit 2 ends it; Ctrl-C stops them all\n"
       "  --local              every role on this machine\n"
-      "  --duration S         stop after S seconds (default: until stopped)\n"
+      "  --duration S         stop after S seconds (default rl.duration_s, as\n"
+      "                       train; 0: until stopped)\n"
       "  logs: RUN_DIR/logs/ROLE.log\n"
       "up CLUSTER.yaml: the job on Kubernetes (docs/kubernetes.md): kubectl\n"
       "apply of its objects, then progress until every pod is ready\n"

@@ -67,6 +67,7 @@ std::vector<std::string> DataParallelConfig(const testutil::TestDir& dir,
           "--set",    "rl.rollouts_per_step=1",
           "--set",    "rl.checkpoint_every=2",
           "--set",    "rl.keep_checkpoints=0",
+          "--set",    "rl.duration_s=900",
           "--set",    "cluster.rollout_workers=2",
           "--set",    "cluster.learner_ranks=2",
           "--set",    "cluster.collective_timeout_s=20",
@@ -162,6 +163,7 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
       "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
       "--set",    "env.num_envs=2",
       "--set",    "rl.rollouts_per_step=1",
+      "--set",    "rl.duration_s=900",
       "--set",    "cluster.rollout_workers=2",
       "--set",    "cluster.base_port=" + std::to_string(base),
       "--set",    "run.out_dir=" + dir.path(),
@@ -245,6 +247,44 @@ TEST(UpLocal, KilledLearnerRankRestartsTheGroupWhichResumesVersionsGoOn) {
   RoleProcess down2(RLVLA3_BINARY, down_args, {}, dir.File("down2"));
   EXPECT_EQ(down2.Wait(), 0) << down2.Log();
   EXPECT_EQ(again.Wait(), 0) << again.Log();
+}
+
+// The same config ends the same way under `up` as under `train`: the
+// learner's exit 0 (rl.max_steps reached) ends the run with 0, never a
+// restart; a role that refuses its configuration (exit 2) ends it with 2.
+TEST(UpLocal, TheLearnersCleanExitEndsTheRunAndExitTwoIsFinal) {
+  const testutil::TestDir dir;
+  const int base = 28000 + static_cast<int>(getpid() % 400) * 8;
+  auto config = [&](const std::string& name, const std::string& key) {
+    return std::vector<std::string>{
+        "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+        "--set",    "env.num_envs=2",
+        "--set",    "rl.rollouts_per_step=1",
+        "--set",    "rl.duration_s=900",
+        "--set",    key,
+        "--set",    "cluster.base_port=" + std::to_string(base),
+        "--set",    "run.out_dir=" + dir.path(),
+        "--set",    "run.name=" + name};
+  };
+  RoleProcess done(RLVLA3_BINARY,
+                   Command({"up", "--local"}, config("done", "rl.max_steps=3")),
+                   {}, dir.File("done"));
+  EXPECT_EQ(done.Wait(), 0) << done.Stdout() << done.Log();
+  EXPECT_NE(done.Log().find("learner finished (exit code 0"), std::string::npos)
+      << done.Log();
+  EXPECT_EQ(done.Stdout().find("restarted"), std::string::npos)
+      << done.Stdout();
+  RoleProcess refused(
+      RLVLA3_BINARY,
+      Command({"up", "--local"},
+              config("refused", "rl.resume=" + dir.path() + "/nowhere")),
+      {}, dir.File("refused"));
+  EXPECT_EQ(refused.Wait(), 2) << refused.Stdout() << refused.Log();
+  EXPECT_NE(refused.Log().find("learner exited (exit code 2)"),
+            std::string::npos)
+      << refused.Log();
+  EXPECT_NE(refused.Log().find("refused/logs/learner.log"), std::string::npos)
+      << refused.Log();
 }
 
 }  // namespace
