@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "rlvla3/v1/services.grpc.pb.h"
 #include "runtime/channels/weight_channel.h"
 #include "runtime/config_schema.h"
+#include "runtime/file_lock.h"
 #include "runtime/rate_meter.h"
 #include "runtime/stop_signal.h"
 #include "services/learner/c10d_reducer.h"
@@ -70,6 +72,14 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   absl::StatusOr<std::unique_ptr<GradientReducer>> group =
       JoinLearnerGroup(s.timings);
   if (!group.ok()) return FailRole("learner", group.status());
+  // One writer per rank and run folder (a second `up` or `train` on it is
+  // refused, exit 2), held until this process ends.
+  const int rank = (*group)->rank();
+  absl::StatusOr<FileLock> lock = FileLock::Acquire(absl::StrCat(
+      std::filesystem::path(s.checkpoint_dir).parent_path().string(),
+      rank == 0 ? "/learner.lock"
+                : absl::StrCat("/learner-rank-", rank, ".lock")));
+  if (!lock.ok()) return FailRole("learner", lock.status());
   absl::StatusOr<LearnerRoleOptions> role =
       LearnerProcessOptions(s, group->get());
   if (!role.ok()) return FailRole("learner", role.status());

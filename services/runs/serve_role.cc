@@ -77,7 +77,11 @@ absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ServeMetrics(
 
 int FailRole(const char* role, const absl::Status& s) {
   spdlog::error("{}: {}", role, s.ToString());
-  return IsConfigError(s) ? kExitUsage : kExitFailure;
+  // A config error, or a precondition only the operator can fix (another
+  // writer holds the run folder): restarting cannot help.
+  return IsConfigError(s) || s.code() == absl::StatusCode::kFailedPrecondition
+             ? kExitUsage
+             : kExitFailure;
 }
 
 }  // namespace rlvla3

@@ -8,7 +8,7 @@
 //
 // Example:
 //   RunUntil(flags.duration_s, 1.0, [&] { return done; }, [&] { Log(); });
-//   return FailRole("rollout", status);  // 2 for a config error, else 1
+//   return FailRole("rollout", status);  // 2: config error or precondition
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_RUNS_SERVE_ROLE_H_
 #define RLVLA3_SERVICES_RUNS_SERVE_ROLE_H_

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/config_schema.h"
+#include "runtime/file_lock.h"
 #include "runtime/logging.h"
 #include "runtime/report_html.h"
 #include "runtime/stop_signal.h"
@@ -28,6 +29,15 @@ int VerbTrain(const VerbArgs& f) {
   if (absl::Status s = CheckRoleDevices(*c, true, true); !s.ok()) {
     spdlog::error("train: {}", std::string(s.message()));
     return kExitUsage;
+  }
+  // One writer per run folder, before anything in it is written.
+  absl::StatusOr<FileLock> lock = FileLock::Acquire(
+      absl::StrCat(c->run.out_dir, "/", c->run.name, "/learner.lock"));
+  if (!lock.ok()) {
+    spdlog::error("train: {}", std::string(lock.status().message()));
+    return lock.status().code() == absl::StatusCode::kFailedPrecondition
+               ? kExitUsage
+               : kExitFailure;
   }
   absl::StatusOr<std::string> dir = MakeRunDir(*c);
   if (!dir.ok()) {

@@ -6,14 +6,18 @@
 // checkpoint folder that cannot be written, or a high-water mark that cannot
 // be read, stops the run at start.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "tests/role_process.h"
 #include "tests/services/run_command.h"
 #include "tests/test_dir.h"
 
@@ -150,6 +154,37 @@ TEST(Resume, AnUnreadableHighWaterMarkStopsTheRunNamingIt) {
             std::string::npos)
       << r.output;
   EXPECT_EQ(Versions(dir), before);  // nothing written, nothing removed
+}
+
+// A second `train` on a live run's folder is refused (exit 2, naming the
+// holder) before it writes anything; the first runs on and ends whole.
+TEST(Resume, ASecondWriterOnALiveRunFolderIsRefused) {
+  const testutil::TestDir dir;
+  testutil::RoleProcess first(
+      RLVLA3_BINARY,
+      {"train", "--config", RLVLA3_SOURCE_DIR "/configs/toy_reach.yaml",
+       "--set", "run.out_dir=" + dir.path(), "--set", "rl.duration_s=120",
+       "--set", "rl.checkpoint_every=5", "--set", "metrics.progress=off"},
+      {}, dir.File("first"));
+  const std::string lock = dir.path() + "/toy_reach/learner.lock";
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(Checkpoints(dir) + "/version_5/MANIFEST") &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(fs::exists(Checkpoints(dir) + "/version_5/MANIFEST"))
+      << first.Log();
+  const Result second = Train(dir, "--set rl.max_steps=5");
+  EXPECT_EQ(second.exit_code, 2) << second.output;
+  EXPECT_NE(second.output.find("another writer holds this run folder (pid "),
+            std::string::npos)
+      << second.output;
+  EXPECT_TRUE(first.running());
+  first.Signal(SIGTERM);
+  EXPECT_EQ(first.Wait(), 0) << first.Log();
+  const Result after = Train(dir, "--set rl.max_steps=1");
+  EXPECT_EQ(after.exit_code, 0) << after.output;  // released with the holder
 }
 
 TEST(Resume, BadResumePathExits2NamingTheKey) {
