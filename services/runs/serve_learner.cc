@@ -66,19 +66,33 @@ v1::RunSettings RunSettingsOf(const LocalEngineOptions& o,
   return settings;
 }
 
+// One writer per rank and run folder (a second `up` or `train` on it is
+// refused, exit 2), held until this process ends.
+absl::StatusOr<FileLock> HoldRunFolder(const RoleSetup& s, int rank) {
+  return FileLock::Acquire(absl::StrCat(
+      std::filesystem::path(s.checkpoint_dir).parent_path().string(),
+      rank == 0 ? "/learner.lock"
+                : absl::StrCat("/learner-rank-", rank, ".lock")));
+}
+
+// The segment intake of this rank: sized for every worker's segments.
+LearnerServiceOptions ServiceOptionsOf(const RoleSetup& s,
+                                       const RunLayout& layout, int rank) {
+  LearnerServiceOptions so;
+  so.segments.shape = s.options.segment_shape;
+  so.segments.segment_count = s.options.segment_count * s.workers;
+  so.segments.limits = SegmentLimitsOf(s.options, layout);
+  so.segments.version_slack = rank > 0 ? 1 : 0;
+  return so;
+}
+
 }  // namespace
 
 int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   absl::StatusOr<std::unique_ptr<GradientReducer>> group =
       JoinLearnerGroup(s.timings);
   if (!group.ok()) return FailRole("learner", group.status());
-  // One writer per rank and run folder (a second `up` or `train` on it is
-  // refused, exit 2), held until this process ends.
-  const int rank = (*group)->rank();
-  absl::StatusOr<FileLock> lock = FileLock::Acquire(absl::StrCat(
-      std::filesystem::path(s.checkpoint_dir).parent_path().string(),
-      rank == 0 ? "/learner.lock"
-                : absl::StrCat("/learner-rank-", rank, ".lock")));
+  absl::StatusOr<FileLock> lock = HoldRunFolder(s, (*group)->rank());
   if (!lock.ok()) return FailRole("learner", lock.status());
   absl::StatusOr<LearnerRoleOptions> role =
       LearnerProcessOptions(s, group->get());
@@ -90,13 +104,9 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   if (!endpoint.ok()) return FailRole("learner", endpoint.status());
   StageTimeline timeline(false);
   LocalWeightChannel<Policy> weights;
-  LearnerServiceOptions so;
-  so.segments.shape = s.options.segment_shape;
-  so.segments.segment_count = s.options.segment_count * s.workers;
   const RunLayout layout{s.workers, s.route_block, (*group)->world_size()};
-  so.segments.limits = SegmentLimitsOf(s.options, layout);
-  so.segments.version_slack = (*group)->rank() > 0 ? 1 : 0;
-  LearnerService service(so, s.net, &weights, &metrics);
+  LearnerService service(ServiceOptionsOf(s, layout, (*group)->rank()), s.net,
+                         &weights, &metrics);
   Learner learner(s.parts.policy, lo, s.parts.version, &service.segments(),
                   &weights, &metrics, &timeline);
   service.SetVersionSource([&learner] { return learner.version(); });
