@@ -29,12 +29,13 @@ struct SegmentServer::Impl {
   // A free segment for the message `r` has read, or `r` is parked until one
   // is released (kParked), or `r` must finish (its call was cancelled, or
   // the server is closing).
-  enum class Take { kSegment, kParked, kFinish };
+  enum class Take { kSegment, kParked, kFinish, kBusy };
   Take TakeSegment(SegmentsReactor* r, bool cancelled, RolloutSegment** out) {
     std::lock_guard<std::mutex> lock(mu);
     if (cancelled || stopping) return Take::kFinish;
     *out = pool.TryAcquire();
     if (*out != nullptr) return Take::kSegment;
+    if (parked.size() >= options.max_parked_streams) return Take::kBusy;
     parked.push_back(r);
     return Take::kParked;
   }
@@ -48,10 +49,13 @@ struct SegmentServer::Impl {
     }
     return false;
   }
-  // Checks and decodes `m` into `s` and queues it; or counts it rejected,
-  // gives `s` back and says why.
+  // Checks and decodes `m` into `s` and queues it; or counts it rejected
+  // and says why (`s` stays the caller's).
   absl::Status Ingest(const v1::TrajectorySegment& m, RolloutSegment* s);
-  // A segment is free again: the first parked stream gets it.
+  // A segment is free again: the first parked stream gets it; if that
+  // stream's message is refused, the next one does, in a loop (never a
+  // recursion: a chain of parked streams holding bad segments is as deep as
+  // a peer makes it).
   void GiveBack(RolloutSegment* segment);
 
   const SegmentServerOptions options;
@@ -81,13 +85,20 @@ class SegmentsReactor final
     }
     RolloutSegment* s = nullptr;
     switch (server_->TakeSegment(this, cancelled_.load(), &s)) {
-      case SegmentServer::Impl::Take::kSegment:
-        Resume(s);
+      case SegmentServer::Impl::Take::kSegment: {
+        SegmentServer::Impl* server = server_;  // `this` may end in Resume
+        if (RolloutSegment* back = Resume(s)) server->GiveBack(back);
         return;
+      }
       case SegmentServer::Impl::Take::kParked:
         return;  // resumed by GiveBack, or finished by OnCancel / Close
       case SegmentServer::Impl::Take::kFinish:
         Finish(grpc::Status::CANCELLED);
+        return;
+      case SegmentServer::Impl::Take::kBusy:
+        Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            "the learner holds its limit of streams waiting "
+                            "for a free segment; retry later"));
         return;
     }
   }
@@ -98,18 +109,21 @@ class SegmentsReactor final
     if (server_->Unpark(this)) Finish(grpc::Status::CANCELLED);
   }
   void OnDone() override { delete this; }
-  // With a free segment for the message read last (any thread).
-  void Resume(RolloutSegment* s) {
+  // With a free segment for the message read last (any thread): nullptr
+  // when the message took it, else the segment back (the message was
+  // refused and this call finished).
+  RolloutSegment* Resume(RolloutSegment* s) {
     ++position_;
     if (absl::Status st = server_->Ingest(in_, s); !st.ok()) {
       Finish(grpc::Status(
           grpc::StatusCode::INVALID_ARGUMENT,
           absl::StrCat(st.message(), " (segment ", position_, " of this call; ",
                        reply_->accepted(), " accepted before it)")));
-      return;
+      return s;
     }
     reply_->set_accepted(reply_->accepted() + 1);
     StartRead(&in_);
+    return nullptr;
   }
 
  private:
@@ -135,7 +149,6 @@ absl::Status SegmentServer::Impl::Ingest(const v1::TrajectorySegment& m,
       spdlog::warn("learner: segment rejected ({} so far): {}", before + 1,
                    std::string(st.message()));
     }
-    GiveBack(s);
     return st;
   }
   s->enqueue_ns = SteadyNowNs();
@@ -148,18 +161,20 @@ absl::Status SegmentServer::Impl::Ingest(const v1::TrajectorySegment& m,
 }
 
 void SegmentServer::Impl::GiveBack(RolloutSegment* segment) {
-  SegmentsReactor* r = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (parked.empty() || stopping) {
-      pool.Release(segment);
-      return;
+  while (segment != nullptr) {
+    SegmentsReactor* r = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (parked.empty() || stopping) {
+        pool.Release(segment);
+        return;
+      }
+      r = parked.front();
+      parked.pop_front();
     }
-    r = parked.front();
-    parked.pop_front();
+    segment->Clear();
+    segment = r->Resume(segment);  // back when r's message was refused
   }
-  segment->Clear();
-  r->Resume(segment);
 }
 
 SegmentServer::SegmentServer(const SegmentServerOptions& options,
@@ -191,6 +206,11 @@ size_t SegmentServer::depth() const { return impl_->queue.depth(); }
 bool SegmentServer::closed() const { return impl_->queue.closed(); }
 
 uint64_t SegmentServer::rejected() const { return impl_->rejected->value(); }
+
+size_t SegmentServer::parked_streams() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->parked.size();
+}
 
 void SegmentServer::Close() {
   std::deque<SegmentsReactor*> parked;

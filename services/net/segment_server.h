@@ -45,6 +45,9 @@ struct SegmentServerOptions {
   // publishes it: they accept one version ahead.
   uint64_t version_slack = 0;
   int segment_count = 64;  // preallocated segments
+  // Streams waiting for a free segment at most; one more is refused
+  // (RESOURCE_EXHAUSTED) rather than held.
+  size_t max_parked_streams = 1024;
 };
 
 class SegmentServer final : public SegmentSource {
@@ -69,6 +72,8 @@ class SegmentServer final : public SegmentSource {
   bool closed() const;
   // Segments refused (an invalid field) so far.
   uint64_t rejected() const;
+  // Streams waiting for a free segment now.
+  size_t parked_streams() const;
   // Stops intake: parked calls end CANCELLED; PopBulk drains, then reports
   // kClosed.
   void Close();

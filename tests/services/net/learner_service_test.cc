@@ -8,12 +8,14 @@
 #include "services/net/learner_service.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -57,8 +59,8 @@ v1::TrajectorySegment Segment(int64_t index, uint64_t version) {
 
 // A learner service on loopback with `segments` preallocated segments.
 struct Learner {
-  explicit Learner(int segments)
-      : service(Options(segments), net, &weights, &metrics) {
+  explicit Learner(int segments, size_t max_parked = 1024)
+      : service(Options(segments, max_parked), net, &weights, &metrics) {
     auto s = RoleServer::Start("127.0.0.1:0", net, {service.service()});
     EXPECT_TRUE(s.ok()) << s.status();
     if (s.ok()) server = *std::move(s);
@@ -69,10 +71,11 @@ struct Learner {
     server->Shutdown(absl::Seconds(1));
     service.Close();
   }
-  static LearnerServiceOptions Options(int segments) {
+  static LearnerServiceOptions Options(int segments, size_t max_parked) {
     LearnerServiceOptions o;
     o.segments.shape = Shape();
     o.segments.segment_count = segments;
+    o.segments.max_parked_streams = max_parked;
     o.segments.limits.num_envs = 4;
     o.segments.limits.num_tasks = 1;
     return o;
@@ -173,6 +176,88 @@ TEST(SegmentServer, ASegmentNewerThanTheLearnerIsRefusedAndTheNextCallServed) {
   }
   std::sort(indices.begin(), indices.end());
   EXPECT_EQ(indices, (std::vector<int64_t>{0, 2}));
+}
+
+// Runs `f` on a thread with a `bytes` stack and waits for it.
+void RunOnSmallStack(size_t bytes, std::function<void()> f) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, bytes);
+  pthread_t t;
+  auto run = [](void* p) -> void* {
+    (*static_cast<std::function<void()>*>(p))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&t, &attr, run, &f), 0);
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+// Waits until `n` streams are parked (10 s at most).
+void WaitParked(const SegmentServer& intake, size_t n) {
+  for (int i = 0; i < 1000 && intake.parked_streams() < n; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(intake.parked_streams(), n);
+}
+
+// A peer's chain of parked streams whose messages are all refused: the one
+// segment released walks it in a loop, on a thread with a small stack (a
+// recursion through every refused stream overflowed it), and comes back to
+// the pool; every stream is told why.
+TEST(SegmentServer, AChainOfParkedRefusedStreamsIsWalkedInALoop) {
+  Learner learner(/*segments=*/1);
+  learner.service.SetVersionSource([] { return uint64_t{5}; });
+  SegmentServer& intake = learner.service.segments();
+  uint32_t accepted = 0;
+  ASSERT_TRUE(learner.Push({Segment(0, 1)}, &accepted).ok());  // the pool
+  constexpr int kStreams = 1000;
+  std::atomic<int> refused{0};
+  std::vector<std::thread> pushers;
+  for (int i = 0; i < kStreams; ++i) {
+    pushers.emplace_back([&learner, &refused, i] {
+      uint32_t a = 0;
+      const grpc::Status st = learner.Push({Segment(100 + i, 9)}, &a);
+      if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT) ++refused;
+    });
+  }
+  WaitParked(intake, kStreams);
+  std::vector<RolloutSegment*> held = learner.Pop(1);
+  ASSERT_EQ(held.size(), 1u);
+  RunOnSmallStack(192 << 10, [&] { intake.Release(held[0]); });
+  for (std::thread& t : pushers) t.join();
+  EXPECT_EQ(refused.load(), kStreams);
+  EXPECT_EQ(intake.rejected(), static_cast<uint64_t>(kStreams));
+  EXPECT_EQ(intake.parked_streams(), 0u);
+  ASSERT_TRUE(learner.Push({Segment(1, 4)}, &accepted).ok());  // pool whole
+  EXPECT_EQ(accepted, 1u);
+}
+
+// Streams waiting for a segment are bounded: one past the limit is refused
+// at once (RESOURCE_EXHAUSTED), the waiting ones are served later.
+TEST(SegmentServer, StreamsPastTheParkedLimitAreRefusedNotHeld) {
+  Learner learner(/*segments=*/1, /*max_parked=*/2);
+  SegmentServer& intake = learner.service.segments();
+  uint32_t accepted = 0;
+  ASSERT_TRUE(learner.Push({Segment(0, 0)}, &accepted).ok());  // the pool
+  std::vector<grpc::Status> st(2);
+  std::vector<std::thread> waiting;
+  for (int i = 0; i < 2; ++i) {
+    waiting.emplace_back([&learner, &st, i] {
+      uint32_t a = 0;
+      st[i] = learner.Push({Segment(1 + i, 0)}, &a);
+    });
+  }
+  WaitParked(intake, 2);
+  const grpc::Status third = learner.Push({Segment(9, 0)}, &accepted);
+  EXPECT_EQ(third.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << third.error_message();
+  for (int round = 0; round < 3; ++round) {
+    for (RolloutSegment* s : learner.Pop(1)) intake.Release(s);
+  }
+  for (std::thread& t : waiting) t.join();
+  EXPECT_TRUE(st[0].ok()) << st[0].error_message();
+  EXPECT_TRUE(st[1].ok()) << st[1].error_message();
 }
 
 std::shared_ptr<TinyVLAPolicy> SmallPolicy(uint64_t version) {
