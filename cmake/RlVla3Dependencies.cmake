@@ -7,6 +7,7 @@ find_package(spdlog CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
+find_package(OpenSSL REQUIRED)  # TLS files checked at load (libssl-dev)
 find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 
 # prometheus-cpp (core: the metric families and their text format; the HTTP

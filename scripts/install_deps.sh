@@ -25,6 +25,8 @@ PACKAGES=(
   libconcurrentqueue-dev libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
   # each role's /metrics endpoint (metrics.prometheus_port); TLS test certificates
   prometheus-cpp-dev openssl
+  # TLS files checked at load (OpenSSL's libcrypto)
+  libssl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # tooling used by tests (TorchScript export, report rendering check)

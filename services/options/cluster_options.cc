@@ -7,8 +7,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "runtime/config_schema.h"
 #include "runtime/text_file.h"
+#include "services/options/tls_check.h"
 
 namespace rlvla3 {
 namespace {
@@ -39,6 +41,13 @@ absl::StatusOr<std::optional<TlsCredentials>> TlsFromConfig(const Config& c) {
           .ToStatus();
     }
     *into = *std::move(pem);
+  }
+  if (std::optional<TlsProblem> p = FindTlsProblem(t, absl::Now())) {
+    const std::string& path =
+        p->key == std::string("cluster.tls_cert")  ? cl.tls_cert
+        : p->key == std::string("cluster.tls_key") ? cl.tls_key
+                                                   : cl.tls_ca;
+    return ConfigError{c.origin, p->key, path, p->expected}.ToStatus();
   }
   return t;
 }

@@ -40,7 +40,9 @@ absl::StatusOr<EngineSetup> EngineSetupFromConfig(const Config& c,
   absl::StatusOr<ResumePlan> plan =
       write_outputs ? PlanResume(c, checkpoints) : ResumePlan{};
   if (!plan.ok()) return plan.status();
-  const Config resumed = ConfigForResume(c, *plan);
+  absl::StatusOr<Config> fitted = ConfigForResume(c, *plan);
+  if (!fitted.ok()) return fitted.status();
+  const Config& resumed = *fitted;
   EngineSetup s;
   absl::StatusOr<EngineParts> parts = BuildEngineParts(resumed);
   if (!parts.ok()) return parts.status();

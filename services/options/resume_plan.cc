@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/config_schema.h"
+#include "services/options/checkpoint_fit.h"
 
 namespace rlvla3 {
 
@@ -51,9 +52,18 @@ absl::StatusOr<ResumePlan> PlanResume(const Config& c,
   return p;
 }
 
-Config ConfigForResume(const Config& c, const ResumePlan& p) {
+absl::StatusOr<Config> ConfigForResume(const Config& c, const ResumePlan& p) {
   Config out = c;
-  if (!p.checkpoint.empty()) out.rl.init_checkpoint = p.checkpoint;
+  if (p.checkpoint.empty()) return out;
+  out.rl.init_checkpoint = p.checkpoint;
+  // The resumed checkpoint records what the run trained with: a key given
+  // against it (image size, cameras, chunk, executed steps) is refused,
+  // naming the key, before a policy of the wrong shape is built.
+  if (absl::Status s =
+          FitConfigToCheckpoint(p.checkpoint, CheckpointUse::kInit, &out);
+      !s.ok()) {
+    return s;
+  }
   return out;
 }
 

@@ -17,8 +17,8 @@
 //
 // Example:
 //   absl::StatusOr<ResumePlan> p = PlanResume(config, run_dir +
-//   "/checkpoints"); Config learner_config = ConfigForResume(config, *p);  //
-//   init_checkpoint
+//   "/checkpoints"); absl::StatusOr<Config> learner_config =
+//   ConfigForResume(config, *p);  // init_checkpoint, fitted
 //   ... EngineParts parts = BuildEngineParts(learner_config) ...
 //   ApplyResumePlan(*p, &parts, &learner_options);
 // -----------------------------------------------------------------------------
@@ -50,8 +50,9 @@ absl::StatusOr<ResumePlan> PlanResume(const Config& c,
                                       const std::string& checkpoint_dir);
 
 // The config the learner's policy is built from: rl.init_checkpoint is the
-// resumed checkpoint.
-Config ConfigForResume(const Config& c, const ResumePlan& p);
+// resumed checkpoint, and the config is fitted to what it records
+// (checkpoint_fit.h): a given key against it is a config error.
+absl::StatusOr<Config> ConfigForResume(const Config& c, const ResumePlan& p);
 
 // After the policy is built: the version it starts at (above every version
 // published), what the learner restores and drops, what it tidies. Logs the

@@ -19,7 +19,9 @@ absl::StatusOr<RoleSetup> LearnerSetup(const Config& c) {
   const std::string dir = CheckpointDirOf(c);
   absl::StatusOr<ResumePlan> plan = PlanResume(c, dir);
   if (!plan.ok()) return plan.status();
-  absl::StatusOr<RoleSetup> s = RoleSetupFromConfig(ConfigForResume(c, *plan));
+  absl::StatusOr<Config> fitted = ConfigForResume(c, *plan);
+  if (!fitted.ok()) return fitted.status();
+  absl::StatusOr<RoleSetup> s = RoleSetupFromConfig(*fitted);
   if (!s.ok()) return s.status();
   ApplyResumePlan(*plan, dir, &s->parts, &s->options.learner);
   return s;

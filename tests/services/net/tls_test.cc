@@ -3,7 +3,11 @@
 // certificate, with one from another CA, or in plaintext is refused. And the
 // token never crosses the network in plaintext unless allowed.
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -149,6 +153,91 @@ TEST(TokenTransport, RefusedInPlaintextOffLoopbackUnlessAllowed) {
   absl::StatusOr<std::unique_ptr<RoleServer>> open =
       RoleServer::Start("0.0.0.0:0", n, {&roster});
   EXPECT_TRUE(open.ok()) << open.status();
+}
+
+// A key that does not match its certificate fails at load naming
+// cluster.tls_key (it read as "cannot listen" before); the run's set passes.
+TEST_F(Tls, AKeyThatDoesNotMatchItsCertificateIsAConfigError) {
+  Config c;
+  c.origin = "run.yaml";
+  c.cluster.tls_cert = dir_.File("run/tls.crt");
+  c.cluster.tls_key = dir_.File("run/tls.key");
+  c.cluster.tls_ca = dir_.File("run/ca.crt");
+  EXPECT_TRUE(NetOptionsFromConfig(c).ok());
+  c.cluster.tls_key = dir_.File("other/tls.key");
+  absl::StatusOr<NetOptions> n = NetOptionsFromConfig(c);
+  ASSERT_FALSE(n.ok());
+  EXPECT_TRUE(IsConfigError(n.status()));
+  EXPECT_NE(n.status().message().find("run.yaml: cluster.tls_key"),
+            std::string::npos)
+      << n.status();
+  EXPECT_NE(n.status().message().find("does not match"), std::string::npos)
+      << n.status();
+  c.cluster.tls_key = dir_.File("run/ca.crt");  // a certificate, not a key
+  n = NetOptionsFromConfig(c);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("expected a PEM private key"),
+            std::string::npos)
+      << n.status();
+}
+
+// A self-signed certificate valid from `from` to `to` seconds from now and
+// its key, as PEM files at `cert` and `key`.
+void WriteCertificate(const std::string& cert, const std::string& key,
+                      long from, long to) {
+  EVP_PKEY* k = EVP_EC_gen("P-256");
+  ASSERT_NE(k, nullptr);
+  X509* x = X509_new();
+  X509_set_version(x, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_gmtime_adj(X509_getm_notBefore(x), from);
+  X509_gmtime_adj(X509_getm_notAfter(x), to);
+  X509_NAME* name = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("rl-vla3"),
+                             -1, -1, 0);
+  X509_set_issuer_name(x, name);
+  X509_set_pubkey(x, k);
+  ASSERT_GT(X509_sign(x, k, EVP_sha256()), 0);
+  FILE* f = std::fopen(cert.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  PEM_write_X509(f, x);
+  std::fclose(f);
+  f = std::fopen(key.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  PEM_write_PrivateKey(f, k, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(f);
+  X509_free(x);
+  EVP_PKEY_free(k);
+}
+
+// An expired certificate, or one not valid yet, fails at load naming its
+// key and the date.
+TEST(TlsConfig, AnExpiredOrNotYetValidCertificateIsAConfigError) {
+  const testutil::TestDir dir;
+  const std::string crt = dir.File("old.crt"), key = dir.File("old.key");
+  ASSERT_NO_FATAL_FAILURE(WriteCertificate(crt, key, -7200, -3600));
+  Config c;
+  c.origin = "run.yaml";
+  c.cluster.tls_cert = crt;
+  c.cluster.tls_key = key;
+  c.cluster.tls_ca = crt;
+  absl::StatusOr<NetOptions> n = NetOptionsFromConfig(c);
+  ASSERT_FALSE(n.ok());
+  EXPECT_TRUE(IsConfigError(n.status()));
+  EXPECT_NE(n.status().message().find("cluster.tls_cert"), std::string::npos)
+      << n.status();
+  EXPECT_NE(n.status().message().find("it expired on "), std::string::npos)
+      << n.status();
+  ASSERT_NO_FATAL_FAILURE(WriteCertificate(crt, key, 3600, 7200));
+  n = NetOptionsFromConfig(c);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("it is valid only from "),
+            std::string::npos)
+      << n.status();
+  ASSERT_NO_FATAL_FAILURE(WriteCertificate(crt, key, -60, 3600));
+  n = NetOptionsFromConfig(c);
+  EXPECT_TRUE(n.ok()) << n.status();
 }
 
 TEST(TlsConfig, APartialOrUnreadableSetIsAConfigErrorNamingTheKey) {

@@ -187,6 +187,20 @@ TEST(Resume, ASecondWriterOnALiveRunFolderIsRefused) {
   EXPECT_EQ(after.exit_code, 0) << after.output;  // released with the holder
 }
 
+// Auto-resume fits the config to the checkpoint it resumes: a given image
+// size against it exits 2 naming the key (it ran, and its checkpoints
+// recorded the wrong size); the same run without the key resumes.
+TEST(Resume, AGivenKeyAgainstTheResumedCheckpointExits2NamingIt) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=5").exit_code, 0);
+  const std::vector<uint64_t> before = Versions(dir);
+  const Result r = Train(dir, "--set rl.max_steps=10 --set env.image_width=96");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("env.image_width"), std::string::npos) << r.output;
+  EXPECT_EQ(Versions(dir), before);
+  EXPECT_EQ(Train(dir, "--set rl.max_steps=10").exit_code, 0);
+}
+
 TEST(Resume, BadResumePathExits2NamingTheKey) {
   const testutil::TestDir dir;
   const Result r = Train(dir, "--set rl.resume=" + dir.path() + "/nowhere");
