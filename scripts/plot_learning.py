@@ -56,6 +56,7 @@ def main(argv):
     for d in argv[2:]:
         with open(f"{d}/learning_curve.json", encoding="utf-8") as f:
             runs.append(json.load(f))
+        runs[-1]["label"] = d.rstrip("/").split("/")[-1]
     svg = [f'<svg width="{2 * W}" height="{H + 20}" '
            'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" '
            'font-size="11">', '<rect width="100%" height="100%" fill="white"/>']
@@ -63,8 +64,9 @@ def main(argv):
                  "success by start version vs trained samples")
     svg += panel(W, runs, "wall_s", "wall time (s)", "... vs wall time")
     for i, r in enumerate(runs):
-        svg.append(f'<text x="{PAD_L + 80 * i}" y="{H + 14}" '
-                   f'fill="{COLOURS[i % len(COLOURS)]}">{r["mode"]}</text>')
+        svg.append(f'<text x="{PAD_L + 170 * i}" y="{H + 14}" '
+                   f'fill="{COLOURS[i % len(COLOURS)]}">'
+                   f'{r["mode"]}: {r["label"]}</text>')
     svg.append("</svg>")
     with open(argv[1], "w", encoding="utf-8") as f:
         f.write("\n".join(svg) + "\n")
