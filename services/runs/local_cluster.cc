@@ -38,7 +38,6 @@ struct Member {
   std::shared_ptr<grpc::Channel> channel;  // status polls, kept connected
   std::unique_ptr<ChildProcess> process;
   RestartPolicy policy;  // what its exits mean: restart, or the run's end
-  int restarts = 0;
   Clock::time_point restart_at{};
   Clock::time_point started_at = Clock::now();
   bool waiting_restart = false;
@@ -269,7 +268,6 @@ std::optional<ExitDecision> Supervise(Member& m, const NetOptions& net) {
         m.policy.OnExit(Clock::now(), m.started_at, m.process->exit_code(),
                         m.role == Role::kLearner);
     if (d.end_run || m.role == Role::kLearner) return d;
-    m.restarts = d.restart;
     std::fprintf(stderr, "up: %s exited (%s); %s\n", m.label().c_str(),
                  m.process->HowItEnded().c_str(), d.why.c_str());
     m.waiting_restart = true;
@@ -298,7 +296,6 @@ void ScheduleLearnerRestart(std::vector<Member>& members, const Member& gone,
   for (Member& m : members) {
     if (m.role != Role::kLearner) continue;
     if (!m.process->Poll()) m.process->Stop(absl::Seconds(10));
-    m.restarts = d.restart;
     m.waiting_restart = true;
     m.restart_at = Clock::now() + d.delay;
   }

@@ -157,20 +157,32 @@ TEST(TokenTransport, RefusedInPlaintextOffLoopbackUnlessAllowed) {
 
 // A key that does not match its certificate fails at load naming
 // cluster.tls_key (it read as "cannot listen" before); the run's set passes.
-TEST_F(Tls, AKeyThatDoesNotMatchItsCertificateIsAConfigError) {
+// A config of run.yaml with the three TLS files.
+Config TlsConfig(const std::string& cert, const std::string& key,
+                 const std::string& ca) {
   Config c;
   c.origin = "run.yaml";
-  c.cluster.tls_cert = dir_.File("run/tls.crt");
-  c.cluster.tls_key = dir_.File("run/tls.key");
-  c.cluster.tls_ca = dir_.File("run/ca.crt");
+  c.cluster.tls_cert = cert;
+  c.cluster.tls_key = key;
+  c.cluster.tls_ca = ca;
+  return c;
+}
+
+// `n` failed as a config error whose message holds `text`.
+void ExpectConfigError(const absl::StatusOr<NetOptions>& n,
+                       const std::string& text) {
+  ASSERT_FALSE(n.ok());
+  EXPECT_TRUE(IsConfigError(n.status()));
+  EXPECT_NE(n.status().message().find(text), std::string::npos) << n.status();
+}
+
+TEST_F(Tls, AKeyThatDoesNotMatchItsCertificateIsAConfigError) {
+  Config c = TlsConfig(dir_.File("run/tls.crt"), dir_.File("run/tls.key"),
+                       dir_.File("run/ca.crt"));
   EXPECT_TRUE(NetOptionsFromConfig(c).ok());
   c.cluster.tls_key = dir_.File("other/tls.key");
   absl::StatusOr<NetOptions> n = NetOptionsFromConfig(c);
-  ASSERT_FALSE(n.ok());
-  EXPECT_TRUE(IsConfigError(n.status()));
-  EXPECT_NE(n.status().message().find("run.yaml: cluster.tls_key"),
-            std::string::npos)
-      << n.status();
+  ExpectConfigError(n, "run.yaml: cluster.tls_key");
   EXPECT_NE(n.status().message().find("does not match"), std::string::npos)
       << n.status();
   c.cluster.tls_key = dir_.File("run/ca.crt");  // a certificate, not a key
@@ -217,16 +229,9 @@ TEST(TlsConfig, AnExpiredOrNotYetValidCertificateIsAConfigError) {
   const testutil::TestDir dir;
   const std::string crt = dir.File("old.crt"), key = dir.File("old.key");
   ASSERT_NO_FATAL_FAILURE(WriteCertificate(crt, key, -7200, -3600));
-  Config c;
-  c.origin = "run.yaml";
-  c.cluster.tls_cert = crt;
-  c.cluster.tls_key = key;
-  c.cluster.tls_ca = crt;
+  const Config c = TlsConfig(crt, key, crt);
   absl::StatusOr<NetOptions> n = NetOptionsFromConfig(c);
-  ASSERT_FALSE(n.ok());
-  EXPECT_TRUE(IsConfigError(n.status()));
-  EXPECT_NE(n.status().message().find("cluster.tls_cert"), std::string::npos)
-      << n.status();
+  ExpectConfigError(n, "cluster.tls_cert");
   EXPECT_NE(n.status().message().find("it expired on "), std::string::npos)
       << n.status();
   ASSERT_NO_FATAL_FAILURE(WriteCertificate(crt, key, 3600, 7200));
