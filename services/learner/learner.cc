@@ -190,6 +190,39 @@ void Learner::Publish() {
   timeline_->Record(StageInterval::kWeightPublish, t0, t1);
 }
 
+void Learner::SetHeldVersionSource(std::function<uint64_t()> held) {
+  held_version_ = std::move(held);
+}
+
+void Learner::GoAboveHeldVersion() {
+  if (!held_version_ || !publishes_) return;
+  const uint64_t held = held_version_();
+  const uint64_t own = core_->version();
+  // Equal is no stall: the subscriber takes the next version, and segments
+  // of this one are trained.
+  if (held <= own) return;
+  if (options_.reducer != nullptr && options_.reducer->world_size() > 1) {
+    if (!held_warned_) {
+      spdlog::error(
+          "learner: a subscriber holds version {}, at or above this "
+          "group's {}: it takes no weights until the group passes it "
+          "(restart the inference servers, or resume the group from its "
+          "checkpoints)",
+          held, own);
+      held_warned_ = true;
+    }
+    return;
+  }
+  core_->JumpAbove(held);
+  version_.store(core_->version());
+  spdlog::warn(
+      "learner: a subscriber holds version {}, at or above this learner's "
+      "{} (a fresh or older start under running servers): publishing as "
+      "version {}; samples of versions {}..{} are dropped",
+      held, own, core_->version(), own + 1, held);
+  Publish();
+}
+
 void Learner::ReleaseConsumed() {
   for (RolloutSegment* s : core_->TakeConsumed()) segments_->Release(s);
 }
@@ -222,6 +255,7 @@ absl::Status Learner::Loop() {
   std::vector<RolloutSegment*> buf(64);
   last_step_ns_ = SteadyNowNs();
   for (;;) {
+    GoAboveHeldVersion();
     // Wait for segments (learner idle time).
     size_t n = 0;
     const int64_t w0 = SteadyNowNs();

@@ -81,6 +81,14 @@ class Learner {
   // optimizer step (or skipped step), on the learner thread, before the new
   // weights are published.
   void Start(std::function<void()> on_stop, StepHook on_step);
+  // The highest version the weight subscribers hold (set once, before
+  // Start; LearnerService::highest_held_version). A learner that finds it
+  // at or above its own version (it started fresh, or from an older
+  // checkpoint, under inference servers that kept running) publishes its
+  // weights at once as the version above it: subscribers take only newer
+  // versions, so below it the cluster would stall. Alone only: a
+  // data-parallel group's ranks keep one version, so there it is logged.
+  void SetHeldVersionSource(std::function<uint64_t()> held);
   void Stop() { threads_.Stop(); }
   bool stopping() const { return threads_.stopping(); }
   absl::Status Wait() { return threads_.Wait(); }
@@ -101,6 +109,8 @@ class Learner {
   // Joins the ranks (data-parallel) and restores options.resume_from.
   absl::Status Prepare();
   void ReleaseConsumed();
+  // SetHeldVersionSource's jump, checked between batches.
+  void GoAboveHeldVersion();
   void RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1);
 
   LearnerRoleOptions options_;
@@ -110,6 +120,8 @@ class Learner {
   WeightChannel<Policy>* weights_;
   StageTimeline* timeline_;
   StepHook on_step_;
+  std::function<uint64_t()> held_version_;
+  bool held_warned_ = false;
   bool publishes_ = true;  // rank 0 (or alone)
   std::atomic<bool> done_{false};
   std::atomic<uint64_t> version_{0};

@@ -379,6 +379,13 @@ double LearnerCore::InformativeScale() const {
          static_cast<double>(informative_units_);
 }
 
+bool LearnerCore::JumpAbove(uint64_t held) {
+  if (held < version_) return false;  // (held == version_: one up)
+  intake_.LoseVersions(version_, held + 1);
+  version_ = held + 1;
+  return true;
+}
+
 void LearnerCore::AdvanceWithoutUpdate(LearnerStepStats* st) {
   ++version_;
   intake_.ExpireWaitingGroups(version_);

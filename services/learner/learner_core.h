@@ -216,6 +216,11 @@ class LearnerCore {
   double learning_rate() const;
 
   uint64_t version() const { return version_; }
+  // A version at or above `held` is already served (by another learner,
+  // before a restart that lost its high-water mark): the version jumps to
+  // held + 1 with the weights unchanged, and samples of the versions jumped
+  // over are lost (counted). False when the version is above `held`.
+  bool JumpAbove(uint64_t held);
   TrainablePolicy& policy() { return *policy_; }
   int64_t global_units() const { return options_.global_units; }
   int64_t ready_samples() const { return intake_.ready_samples(); }

@@ -9,7 +9,15 @@ namespace rlvla3 {
 
 SampleIntake::SampleIntake(const SampleIntakeOptions& options,
                            BootstrapValues bootstrap)
-    : options_(options), bootstrap_(std::move(bootstrap)) {}
+    : options_(options),
+      bootstrap_(std::move(bootstrap)),
+      lost_after_(options.lost_versions_after),
+      lost_before_(options.lost_versions_before) {}
+
+void SampleIntake::LoseVersions(uint64_t after, uint64_t before) {
+  lost_after_ = after;
+  lost_before_ = before;
+}
 
 SampleIntake::~SampleIntake() = default;
 
@@ -47,9 +55,8 @@ void SampleIntake::Add(const std::vector<RolloutSegment*>& segments,
   for (RolloutSegment* s : segments) {
     const uint64_t oldest = s->min_version();
     // Tagged with a version a killed learner published and lost.
-    const bool lost = s->n > 0 &&
-                      s->max_version() > options_.lost_versions_after &&
-                      oldest < options_.lost_versions_before;
+    const bool lost =
+        s->n > 0 && s->max_version() > lost_after_ && oldest < lost_before_;
     if (lost) lost_version_samples_ += s->n;
     const bool stale =
         s->n == 0 || lost ||

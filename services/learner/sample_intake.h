@@ -83,6 +83,10 @@ class SampleIntake {
   MicroBatch TakeMicroBatch(int max_samples, int64_t units_left);
   // `samples` are trained: segments whose samples all are go back.
   void Trained(const std::vector<SampleRef>& samples);
+  // From now on, samples of versions strictly between `after` and `before`
+  // are lost (in place of the options' range): the learner jumped its
+  // version over versions another learner published.
+  void LoseVersions(uint64_t after, uint64_t before);
   // Drops waiting GRPO groups whose oldest member is past the lag bound at
   // `version`.
   void ExpireWaitingGroups(uint64_t version);
@@ -124,6 +128,7 @@ class SampleIntake {
   int64_t groups_done_ = 0, groups_informative_ = 0;
   int64_t dropped_samples_ = 0, expired_episodes_ = 0;
   int64_t lost_version_samples_ = 0;
+  uint64_t lost_after_, lost_before_;  // the lost range (exclusive)
   int64_t ready_unit_count_ = 0;
   bool adv_moments_set_ = false;
   double adv_mean_ = 0, adv_var_ = 1;

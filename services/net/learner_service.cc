@@ -101,6 +101,10 @@ void LearnerService::SetRunSettings(const v1::RunSettings& settings) {
   impl_->settings = settings;
 }
 
+uint64_t LearnerService::highest_held_version() const {
+  return impl_->weights_out.highest_held_version();
+}
+
 void LearnerService::Close() {
   impl_->segments.Close();
   impl_->weights_out.Close();

@@ -63,6 +63,10 @@ class LearnerService {
   // set once, before the server starts.
   void SetRunSettings(const v1::RunSettings& settings);
 
+  // The highest version a weight subscriber holds (WeightServer's
+  // highest_held_version).
+  uint64_t highest_held_version() const;
+
   // Stops intake and the encoder; the segments drain, then report kClosed.
   void Close();
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <set>
@@ -46,7 +47,8 @@ struct WeightServer::Impl {
   std::condition_variable cv;
   std::set<WeightsReactor*> subscribers ABSL_GUARDED_BY(mu);
   std::shared_ptr<const EncodedVersion> encoded ABSL_GUARDED_BY(mu);
-  uint64_t publishes ABSL_GUARDED_BY(mu) = 0;  // heard of, to encode
+  uint64_t publishes ABSL_GUARDED_BY(mu) = 0;     // heard of, to encode
+  uint64_t highest_held ABSL_GUARDED_BY(mu) = 0;  // by any subscriber
   bool stopping ABSL_GUARDED_BY(mu) = false;
   std::thread encoder;
 };
@@ -208,6 +210,10 @@ grpc::ServerWriteReactor<v1::WeightUpdate>* WeightServer::StartCall(
     const v1::WeightSubscription& request) {
   auto* r = new WeightsReactor(impl_.get(), request.have_version(),
                                request.versions_only());
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->highest_held = std::max(impl_->highest_held, request.have_version());
+  }
   impl_->AddSubscriber(r);
   return r;
 }
@@ -215,6 +221,11 @@ grpc::ServerWriteReactor<v1::WeightUpdate>* WeightServer::StartCall(
 uint64_t WeightServer::encoded_version() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->encoded == nullptr ? 0 : impl_->encoded->version;
+}
+
+uint64_t WeightServer::highest_held_version() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->highest_held;
 }
 
 void WeightServer::Close() {

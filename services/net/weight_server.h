@@ -56,6 +56,12 @@ class WeightServer {
       const v1::WeightSubscription& request);
   // The newest version encoded (0: none yet).
   uint64_t encoded_version() const;
+  // The highest version a subscriber said it holds (WeightSubscription's
+  // have_version; 0: none). Above the learner's own version, it is the
+  // mark of a learner restarted below what its subscribers serve: the
+  // learner must go on above it (Learner::SetHeldVersionSource), or they
+  // never take its weights.
+  uint64_t highest_held_version() const;
   // Stops the encoder; calls in progress end when their clients go.
   void Close();
 

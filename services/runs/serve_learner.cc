@@ -110,6 +110,8 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   Learner learner(s.parts.policy, lo, s.parts.version, &service.segments(),
                   &weights, &metrics, &timeline);
   service.SetVersionSource([&learner] { return learner.version(); });
+  learner.SetHeldVersionSource(
+      [&service] { return service.highest_held_version(); });
   service.SetRunSettings(RunSettingsOf(s.options, layout));
   Counter& trained = metrics.counter("trained_samples");
   Counter& steps = metrics.counter("optimizer_steps");

@@ -287,5 +287,49 @@ TEST(UpLocal, TheLearnersCleanExitEndsTheRunAndExitTwoIsFinal) {
       << refused.Log();
 }
 
+// A learner restarted fresh (rl.resume=never) under an inference server and
+// rollout workers that kept running starts at a version below theirs: they
+// take only newer versions, so it must go on above what they hold (it did
+// not: version 1 was never sent, every segment was refused, and the run
+// stalled).
+TEST(UpLocal, AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
+  const testutil::TestDir dir;
+  const int base = 30000 + static_cast<int>(getpid() % 300) * 8;
+  const std::vector<std::string> config = {
+      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+      "--set",    "env.num_envs=2",
+      "--set",    "rl.rollouts_per_step=1",
+      "--set",    "rl.duration_s=900",
+      "--set",    "rl.resume=never",
+      "--set",    "cluster.base_port=" + std::to_string(base),
+      "--set",    "run.out_dir=" + dir.path(),
+      "--set",    "run.name=fresh"};
+  RoleProcess up(RLVLA3_BINARY, Command({"up", "--local"}, config), {},
+                 dir.File("up"));
+  ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
+  const std::string learner = "127.0.0.1:" + std::to_string(base);
+  WaitForSteps(learner, 4, 120);
+  const uint64_t served = LearnerVersion(learner);
+  ASSERT_GE(served, 4u) << up.Stdout();
+  std::smatch m;
+  const std::string out = up.Stdout();
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex("learner serving on [^ ]+ \\(pid ([0-9]+)")))
+      << out;
+  ASSERT_EQ(kill(std::stoi(m[1]), SIGKILL), 0);
+  ASSERT_TRUE(up.WaitFor("learner restarted", 60)) << up.Stdout() << up.Log();
+  // Versions advance again within 30 s of the restart, above the old ones.
+  EXPECT_TRUE(WaitForVersionAbove(learner, served + 2, 30))
+      << LearnerStatus(learner).DebugString()
+      << ReadFile(dir.path() + "/fresh/logs/learner.log");
+  EXPECT_NE(ReadFile(dir.path() + "/fresh/logs/learner.log")
+                .find("a subscriber holds version"),
+            std::string::npos);
+  RoleProcess down(RLVLA3_BINARY, Command({"down", "--local"}, config), {},
+                   dir.File("down"));
+  EXPECT_EQ(down.Wait(), 0) << down.Log();
+  EXPECT_EQ(up.Wait(), 0) << up.Log();
+}
+
 }  // namespace
 }  // namespace rlvla3
