@@ -301,11 +301,20 @@ std::vector<CheckpointInfo> CheckpointStore::List() const {
 }
 
 absl::StatusOr<CheckpointInfo> CheckpointStore::NewestValid(
-    std::vector<SkippedCheckpoint>* skipped) const {
+    std::vector<SkippedCheckpoint>* skipped,
+    const std::vector<SkippedCheckpoint>& set_aside) const {
   // Folders without a MANIFEST are skipped too (renamed by hand, or a
   // writer that never marked them).
   std::vector<CheckpointInfo> all = NewestFirst(FoldersNamed(dir_, kComplete));
   for (const CheckpointInfo& c : all) {
+    auto aside = std::find_if(set_aside.begin(), set_aside.end(),
+                              [&](const SkippedCheckpoint& a) {
+                                return a.checkpoint.version == c.version;
+                              });
+    if (aside != set_aside.end()) {
+      if (skipped != nullptr) skipped->push_back({c, aside->reason});
+      continue;
+    }
     const absl::Status s = Verify(c.path);
     if (s.ok()) return c;
     if (skipped != nullptr) skipped->push_back({c, std::string(s.message())});

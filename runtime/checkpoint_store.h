@@ -82,10 +82,13 @@ class CheckpointStore {
   // Complete checkpoints (MANIFEST present, not verified), newest first.
   std::vector<CheckpointInfo> List() const;
   // The newest checkpoint that verifies; each newer version_V folder that
-  // does not (MANIFEST or not) is appended to `skipped`. NotFound when none
-  // verifies (then every folder was skipped).
+  // does not (MANIFEST or not) is appended to `skipped`, and so is each
+  // version in `set_aside` (with its reason: one that verified but could
+  // not be loaded). NotFound when none is left (then every folder was
+  // skipped).
   absl::StatusOr<CheckpointInfo> NewestValid(
-      std::vector<SkippedCheckpoint>* skipped) const;
+      std::vector<SkippedCheckpoint>* skipped,
+      const std::vector<SkippedCheckpoint>& set_aside = {}) const;
 
   // The highest published version: written (atomically, durably) at each
   // publish. 0 when never recorded; DataLoss when the file exists but does

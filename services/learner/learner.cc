@@ -170,6 +170,8 @@ absl::Status Learner::Prepare() {
   if (absl::Status s = core_->LoadTrainingState(options_.resume_from,
                                                 options_.resume_version);
       !s.ok()) {
+    checkpoints_->SetAsideResumed(options_.resume_from, options_.resume_version,
+                                  s);
     return s;
   }
   spdlog::info(

@@ -47,10 +47,24 @@ absl::Status LearnerCheckpoints::Prepare(
   }
   for (const CheckpointInfo& r : reject) {
     if (absl::Status s = store_.Reject(r); !s.ok()) return s;
-    spdlog::warn("learner: {} failed verification: set aside as rejected",
+    spdlog::warn("learner: {} cannot be resumed: set aside as rejected",
                  r.path);
   }
   return store_.RemovePartials();
+}
+
+void LearnerCheckpoints::SetAsideResumed(const std::string& path,
+                                         uint64_t version,
+                                         const absl::Status& why) {
+  if (!rank0() || path != store_.CompletePath(version)) return;
+  if (absl::Status s = store_.Reject({path, version}); !s.ok()) {
+    spdlog::error("learner: cannot set {} aside: {}", path, s.ToString());
+    return;
+  }
+  spdlog::error(
+      "learner: the training state of {} does not load ({}): set aside as "
+      "rejected; a restart resumes from the one before it",
+      path, std::string(why.message()));
 }
 
 void LearnerCheckpoints::Published(uint64_t version) {

@@ -65,6 +65,11 @@ class LearnerCheckpoints {
   // Writes one now (the run's end; one rank only), unless the newest
   // checkpoint is of the current version already.
   absl::Status Final();
+  // Rank 0: the checkpoint resumed from (a run folder's own, not a path
+  // given) whose training state did not load is set aside as rejected, so
+  // the restart that follows takes the one before it.
+  void SetAsideResumed(const std::string& path, uint64_t version,
+                       const absl::Status& why);
   // Rank 0: the version just published (the high-water mark).
   void Published(uint64_t version);
 

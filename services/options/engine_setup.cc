@@ -37,20 +37,24 @@ absl::StatusOr<EngineSetup> EngineSetupFromConfig(const Config& c,
                                                   bool write_outputs) {
   torch::manual_seed(static_cast<uint64_t>(c.run.seed));
   const std::string checkpoints = run_dir + "/checkpoints";
-  absl::StatusOr<ResumePlan> plan =
-      write_outputs ? PlanResume(c, checkpoints) : ResumePlan{};
-  if (!plan.ok()) return plan.status();
-  absl::StatusOr<Config> fitted = ConfigForResume(c, *plan);
-  if (!fitted.ok()) return fitted.status();
-  const Config& resumed = *fitted;
   EngineSetup s;
-  absl::StatusOr<EngineParts> parts = BuildEngineParts(resumed);
-  if (!parts.ok()) return parts.status();
-  s.parts = *std::move(parts);
-  absl::StatusOr<LocalEngineOptions> options =
-      LocalEngineOptionsFromConfig(resumed, s.parts);
-  if (!options.ok()) return options.status();
-  s.options = *std::move(options);
+  auto build = [&s](const Config& resumed) -> absl::Status {
+    absl::StatusOr<EngineParts> parts = BuildEngineParts(resumed);
+    if (!parts.ok()) return parts.status();
+    s.parts = *std::move(parts);
+    absl::StatusOr<LocalEngineOptions> options =
+        LocalEngineOptionsFromConfig(resumed, s.parts);
+    if (!options.ok()) return options.status();
+    s.options = *std::move(options);
+    return absl::OkStatus();
+  };
+  absl::StatusOr<ResumePlan> plan = ResumePlan{};
+  if (write_outputs) {
+    plan = PlanAndBuild(c, checkpoints, build);
+  } else if (absl::Status b = build(c); !b.ok()) {
+    return b;
+  }
+  if (!plan.ok()) return plan.status();
   if (write_outputs) {
     s.options.learner.checkpoints.dir = checkpoints;
     ApplyResumePlan(*plan, checkpoints, &s.parts, &s.options.learner);

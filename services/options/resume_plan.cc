@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/config_schema.h"
@@ -11,8 +13,9 @@
 
 namespace rlvla3 {
 
-absl::StatusOr<ResumePlan> PlanResume(const Config& c,
-                                      const std::string& checkpoint_dir) {
+absl::StatusOr<ResumePlan> PlanResume(
+    const Config& c, const std::string& checkpoint_dir,
+    const std::vector<SkippedCheckpoint>& unloadable) {
   ResumePlan p;
   const CheckpointStore store(checkpoint_dir);
   absl::StatusOr<uint64_t> published = store.PublishedHighWater();
@@ -41,15 +44,50 @@ absl::StatusOr<ResumePlan> PlanResume(const Config& c,
     p.checkpoint = c.rl.resume;
     return p;
   }
-  absl::StatusOr<CheckpointInfo> newest = store.NewestValid(&p.rejected);
+  absl::StatusOr<CheckpointInfo> newest =
+      store.NewestValid(&p.rejected, unloadable);
   for (const SkippedCheckpoint& r : p.rejected) {
     p.published = std::max(p.published, r.checkpoint.version);
+  }
+  if (!newest.ok() && !p.rejected.empty()) {
+    // A fresh start would throw the run away: only when told.
+    return absl::FailedPreconditionError(
+        absl::StrCat(checkpoint_dir, " holds ", p.rejected.size(),
+                     " checkpoint(s) and none can be resumed (newest: ",
+                     p.rejected.front().reason,
+                     "); nothing was moved. Restore one, or start afresh with "
+                     "rl.resume=never (which removes them)"));
   }
   if (newest.ok()) {
     p.checkpoint = newest->path;
     p.checkpoint_version = newest->version;
   }
   return p;
+}
+
+absl::StatusOr<ResumePlan> PlanAndBuild(
+    const Config& c, const std::string& checkpoint_dir,
+    const std::function<absl::Status(const Config&)>& build) {
+  std::vector<SkippedCheckpoint> unloadable;
+  for (;;) {
+    absl::StatusOr<ResumePlan> plan = PlanResume(c, checkpoint_dir, unloadable);
+    if (!plan.ok()) return plan.status();
+    absl::StatusOr<Config> fitted = ConfigForResume(c, *plan);
+    if (!fitted.ok()) return fitted.status();
+    const absl::Status built = build(*fitted);
+    if (built.ok()) return plan;
+    if (plan->checkpoint.empty() || c.rl.resume != "auto") return built;
+    // Whose fault: the same build without the checkpoint. If that fails
+    // too, the config is (and no checkpoint is set aside for it).
+    if (absl::Status fresh = build(c); !fresh.ok()) return built;
+    spdlog::warn(
+        "learner: checkpoint {} verifies but does not load ({}): "
+        "set aside, the one before it is tried",
+        plan->checkpoint, std::string(built.message()));
+    unloadable.push_back(
+        {{plan->checkpoint, plan->checkpoint_version},
+         absl::StrCat("verifies but does not load: ", built.message())});
+  }
 }
 
 absl::StatusOr<Config> ConfigForResume(const Config& c, const ResumePlan& p) {

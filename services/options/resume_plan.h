@@ -26,6 +26,7 @@
 #define RLVLA3_SERVICES_OPTIONS_RESUME_PLAN_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,9 +46,22 @@ struct ResumePlan {
   std::vector<SkippedCheckpoint> rejected;  // newer ones that failed Verify
 };
 
-// Reads the folder (changes nothing). A bad rl.resume PATH is a config error.
-absl::StatusOr<ResumePlan> PlanResume(const Config& c,
-                                      const std::string& checkpoint_dir);
+// Reads the folder (changes nothing). A bad rl.resume PATH is a config
+// error. Versions in `unloadable` are passed over like torn ones. Under
+// auto, checkpoints that all fail are FailedPrecondition, not a fresh start
+// (rl.resume=never says that).
+absl::StatusOr<ResumePlan> PlanResume(
+    const Config& c, const std::string& checkpoint_dir,
+    const std::vector<SkippedCheckpoint>& unloadable = {});
+
+// PlanResume and ConfigForResume, then `build` (the learner's policy and
+// options, from the fitted config). Under auto, a checkpoint that verifies
+// but does not build (its weights do not load) while the config alone does
+// is passed over, named, and set aside with the torn ones; the one before
+// it is tried. A config that does not build is the config's error.
+absl::StatusOr<ResumePlan> PlanAndBuild(
+    const Config& c, const std::string& checkpoint_dir,
+    const std::function<absl::Status(const Config&)>& build);
 
 // The config the learner's policy is built from: rl.init_checkpoint is the
 // resumed checkpoint, and the config is fitted to what it records

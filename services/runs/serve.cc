@@ -17,12 +17,13 @@ namespace {
 // its versions numbered above the run's (resume_plan.h).
 absl::StatusOr<RoleSetup> LearnerSetup(const Config& c) {
   const std::string dir = CheckpointDirOf(c);
-  absl::StatusOr<ResumePlan> plan = PlanResume(c, dir);
+  absl::StatusOr<RoleSetup> s;
+  absl::StatusOr<ResumePlan> plan =
+      PlanAndBuild(c, dir, [&s](const Config& fitted) {
+        s = RoleSetupFromConfig(fitted);
+        return s.status();
+      });
   if (!plan.ok()) return plan.status();
-  absl::StatusOr<Config> fitted = ConfigForResume(c, *plan);
-  if (!fitted.ok()) return fitted.status();
-  absl::StatusOr<RoleSetup> s = RoleSetupFromConfig(*fitted);
-  if (!s.ok()) return s.status();
   ApplyResumePlan(*plan, dir, &s->parts, &s->options.learner);
   return s;
 }

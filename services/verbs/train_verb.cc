@@ -52,7 +52,12 @@ int VerbTrain(const VerbArgs& f) {
                                     : absl::StatusOr<EngineRun>(setup.status());
   if (!r.ok()) {
     spdlog::error("train: {}", r.status().ToString());
-    return IsConfigError(r.status()) ? kExitUsage : kExitFailure;
+    // A config error, or a state only the user can resolve (checkpoints
+    // that all fail, an unwritable folder): a restart would not help.
+    return IsConfigError(r.status()) ||
+                   r.status().code() == absl::StatusCode::kFailedPrecondition
+               ? kExitUsage
+               : kExitFailure;
   }
   Report report{absl::StrCat("rl-vla3 train: ", c->run.name, " (", c->run.mode,
                              ", ", c->rl.algorithm, ")"),

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/checkpoint_store.h"
 #include "tests/role_process.h"
 #include "tests/services/run_command.h"
 #include "tests/test_dir.h"
@@ -216,6 +217,79 @@ TEST(Resume, UnwritableCheckpointFolderStopsTheRunAtStart) {
   EXPECT_NE(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("checkpoints cannot be written"), std::string::npos)
       << r.output;
+}
+
+// Replaces `file` of checkpoint `v` by bytes that are no such file and
+// marks the checkpoint whole again (a fresh MANIFEST over the new bytes): it
+// verifies, and does not load.
+void Unloadable(const testutil::TestDir& dir, uint64_t v,
+                const std::string& file) {
+  const CheckpointStore store(Checkpoints(dir));
+  fs::remove(Path(dir, v) + "/MANIFEST");
+  fs::rename(Path(dir, v), store.PartialPath(v));
+  std::ofstream(store.PartialPath(v) + "/" + file, std::ios::trunc)
+      << "not what this file should hold\n";
+  ASSERT_TRUE(store.Commit(v).ok());
+  ASSERT_TRUE(CheckpointStore::Verify(Path(dir, v)).ok());
+}
+
+// The weights of the newest checkpoint do not load: it is set aside and the
+// one before it resumed (before: every start failed the same way, and `up`
+// restarted the learner into it).
+TEST(Resume, ACheckpointThatVerifiesButDoesNotLoadIsSetAside) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=20").exit_code, 0);
+  const std::vector<uint64_t> v = Versions(dir);
+  ASSERT_GE(v.size(), 3u);
+  ASSERT_NO_FATAL_FAILURE(Unloadable(dir, v[0], "model.safetensors"));
+  const Result again = Train(dir, "--set rl.max_steps=25");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("verifies but does not load"), std::string::npos)
+      << again.output;
+  EXPECT_NE(again.output.find("resuming from " + Path(dir, v[1]) + " "),
+            std::string::npos)
+      << again.output;
+  EXPECT_TRUE(fs::exists(Checkpoints(dir) + "/rejected-version_" +
+                         std::to_string(v[0])));
+  // Versions still go on above the one set aside.
+  EXPECT_EQ(ResumedAt(again.output), v[0] + 1) << again.output;
+}
+
+// The training state (optimizer shard) does not load: that start fails,
+// the checkpoint is set aside, and the restart resumes the one before it.
+TEST(Resume, ATrainingStateThatDoesNotLoadIsSetAsideForTheRestart) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=20").exit_code, 0);
+  const std::vector<uint64_t> v = Versions(dir);
+  ASSERT_GE(v.size(), 3u);
+  ASSERT_NO_FATAL_FAILURE(Unloadable(dir, v[0], "optimizer/shard-0-of-1.pt"));
+  const Result failed = Train(dir, "--set rl.max_steps=25");
+  EXPECT_NE(failed.exit_code, 0) << failed.output;
+  EXPECT_NE(failed.output.find("does not load"), std::string::npos)
+      << failed.output;
+  const Result again = Train(dir, "--set rl.max_steps=25");
+  ASSERT_EQ(again.exit_code, 0) << again.output;
+  EXPECT_NE(again.output.find("resuming from " + Path(dir, v[1]) + " "),
+            std::string::npos)
+      << again.output;
+}
+
+// Checkpoints that all fail are not replaced by a fresh start (which would
+// prune them away): exit 2 naming rl.resume=never, nothing moved.
+TEST(Resume, CheckpointsThatAllFailAreNotThrownAwayByAFreshStart) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=10").exit_code, 0);
+  const std::vector<uint64_t> v = Versions(dir);
+  ASSERT_FALSE(v.empty());
+  for (uint64_t version : v) {
+    fs::resize_file(Path(dir, version) + "/model.safetensors", 16);
+  }
+  const Result r = Train(dir, "--set rl.max_steps=15");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("none can be resumed"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rl.resume=never"), std::string::npos);
+  EXPECT_EQ(Versions(dir), v);
 }
 
 }  // namespace
