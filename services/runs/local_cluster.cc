@@ -387,6 +387,19 @@ int RunUpLocal(const UpLocalOptions& o) {
   return exit_code;
 }
 
+namespace {
+
+// Whether `pid` is an `rl-vla3 up` (its argv[1] is "up"): a stale up.pid
+// may name a pid the system has since given to another process.
+bool IsUpProcess(int pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/cmdline"), std::ios::binary);
+  std::string argv0, argv1;
+  return in && std::getline(in, argv0, '\0') && std::getline(in, argv1, '\0') &&
+         argv1 == "up";
+}
+
+}  // namespace
+
 int RunDownLocal(const std::string& run_dir) {
   std::ifstream in(run_dir + "/up.pid");
   std::string text;
@@ -395,6 +408,17 @@ int RunDownLocal(const std::string& run_dir) {
       pid <= 0) {
     std::fprintf(stderr, "rl-vla3 down: no run is up in %s (no up.pid)\n",
                  run_dir.c_str());
+    return kExitFailure;
+  }
+  if (kill(pid, 0) != 0) {
+    std::fprintf(stderr, "rl-vla3 down: up (pid %d) is not running\n", pid);
+    return kExitFailure;
+  }
+  if (!IsUpProcess(pid)) {
+    std::fprintf(stderr,
+                 "rl-vla3 down: %s/up.pid names pid %d, which is not an "
+                 "`rl-vla3 up` (a stale file): nothing signalled\n",
+                 run_dir.c_str(), pid);
     return kExitFailure;
   }
   if (kill(pid, SIGTERM) != 0) {

@@ -10,8 +10,11 @@
 // without a restart; a later `up` of the same run on one rank resumes too.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -329,6 +332,32 @@ TEST(UpLocal, AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
                    dir.File("down"));
   EXPECT_EQ(down.Wait(), 0) << down.Log();
   EXPECT_EQ(up.Wait(), 0) << up.Log();
+}
+
+// A stale up.pid naming a pid the system gave to another process: `down`
+// signals nothing (it sent SIGTERM to whatever held the pid).
+TEST(DownLocal, AStaleUpPidNamingAnotherProcessIsNotSignalled) {
+  const testutil::TestDir dir;
+  const pid_t other = fork();
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::filesystem::create_directories(dir.path() + "/stale");
+  std::ofstream(dir.path() + "/stale/up.pid") << other << "\n";
+  RoleProcess down(RLVLA3_BINARY,
+                   {"down", "--local", "--config",
+                    RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml", "--set",
+                    "run.out_dir=" + dir.path(), "--set", "run.name=stale"},
+                   {}, dir.File("down"));
+  EXPECT_EQ(down.Wait(), 1) << down.Log();
+  EXPECT_NE(down.Log().find("not an `rl-vla3 up`"), std::string::npos)
+      << down.Log();
+  int status = 0;
+  EXPECT_EQ(waitpid(other, &status, WNOHANG), 0);  // still running
+  kill(other, SIGKILL);
+  waitpid(other, &status, 0);
 }
 
 }  // namespace
