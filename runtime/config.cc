@@ -92,6 +92,19 @@ void DescribeCluster(Config* c, ConfigSchema* s) {
   s->Real("cluster.collective_timeout_s", &c->cluster.collective_timeout_s,
           {1, false, 3600, false},
           "a learner collective waits this long for every rank");
+  s->Int("cluster.max_message_mb", &c->cluster.max_message_mb, {0, 2047},
+         "largest message a role's server takes, MiB (0: what it receives: "
+         "learner 2 segments >= 64, inference 4 observations >= 1, rollout 1)");
+  s->Int("cluster.max_streams_per_connection",
+         &c->cluster.max_streams_per_connection, {1, 1 << 20},
+         "concurrent calls one connection may hold open on a role's server");
+  s->Int("cluster.max_queued_replies", &c->cluster.max_queued_replies,
+         {1, 1 << 24},
+         "replies queued on one observation stream before its reads pause "
+         "(a client that does not read is held back, not buffered)");
+  s->Int("cluster.max_roster_roles", &c->cluster.max_roster_roles, {1, 1 << 20},
+         "roles the learner's roster keeps; a new one past it is refused "
+         "(RESOURCE_EXHAUSTED) once none silent 10x role_timeout_s can go");
 }
 
 void DescribeEnv(Config* c, ConfigSchema* s) {

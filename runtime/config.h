@@ -260,6 +260,14 @@ struct ClusterConfig {
   int64_t learner_ranks = 1;
   std::string learner_backend = "gloo";  // gloo (CPU) | nccl (CUDA builds)
   double collective_timeout_s = 60;      // a rank silent this long: error
+  // What a peer may hold of a role process (issue 49 item 9): the largest
+  // message a role's server takes (MiB; 0: sized to what the role receives),
+  // concurrent streams per connection, replies queued on one observation
+  // stream before its reads pause, roles the learner's roster keeps.
+  int64_t max_message_mb = 0;
+  int64_t max_streams_per_connection = 100;
+  int64_t max_queued_replies = 1024;
+  int64_t max_roster_roles = 1024;
 };
 
 struct Config {

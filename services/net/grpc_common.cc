@@ -260,8 +260,12 @@ absl::StatusOr<std::unique_ptr<RoleServer>> RoleServer::Start(
   std::unique_ptr<RoleServer> r(new RoleServer);
   grpc::ServerBuilder b;
   b.AddListeningPort(listen, ServerCredentials(net), &r->port_);
-  b.SetMaxReceiveMessageSize(static_cast<int>(net.max_message_bytes));
+  b.SetMaxReceiveMessageSize(static_cast<int>(net.server_max_receive_bytes > 0
+                                                  ? net.server_max_receive_bytes
+                                                  : net.max_message_bytes));
   b.SetMaxSendMessageSize(static_cast<int>(net.max_message_bytes));
+  b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                       net.max_concurrent_streams);
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Ms(net.keepalive));
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
                        Ms(net.keepalive_timeout));

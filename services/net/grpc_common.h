@@ -55,6 +55,10 @@ struct NetOptions {
   std::optional<TlsCredentials> tls;     // nullopt: plaintext
   bool allow_plaintext_token = false;    // the token over plaintext off lo
   int64_t max_message_bytes = 64 << 20;  // both directions
+  // What this process's server takes (0: max_message_bytes): a role that
+  // receives only small messages refuses a large one before buffering it.
+  int64_t server_max_receive_bytes = 0;
+  int max_concurrent_streams = 100;  // per connection, on the server
   absl::Duration keepalive = absl::Seconds(10);
   absl::Duration keepalive_timeout = absl::Seconds(10);
   absl::Duration call_timeout = absl::Seconds(10);  // unary calls, connects

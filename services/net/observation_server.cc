@@ -1,6 +1,7 @@
 #include "services/net/observation_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -50,6 +51,9 @@ class ActReactor final
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  // Not reading: queue_ reached max_queued_replies (the client does not
+  // read its replies); reads resume once half are written.
+  bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   int pending_ ABSL_GUARDED_BY(mu_) = 0;  // accepted, not yet answered
 
  public:
@@ -79,6 +83,7 @@ struct ObservationServer::Impl final : public v1::Inference::CallbackService {
         queue(o.request_queue),
         observations(&metrics->counter("observations_served")),
         invalid(&metrics->counter("invalid_requests")),
+        reply_peak(0),
         start(std::chrono::steady_clock::now()) {
     const size_t image =
         static_cast<size_t>(o.shape.height) * o.shape.width * 3;
@@ -224,6 +229,7 @@ struct ObservationServer::Impl final : public v1::Inference::CallbackService {
   BoundedQueue<ObservationRequest> queue;
   Counter* observations;
   Counter* invalid;
+  std::atomic<int> reply_peak;  // the most replies queued on one stream
   std::chrono::steady_clock::time_point start;
   std::mutex mu;
   std::vector<Slot> slots ABSL_GUARDED_BY(mu);
@@ -268,6 +274,13 @@ void ActReactor::OnReadDone(bool ok) {
       svc_->observations->Add();
     }
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (static_cast<int>(queue_.size()) >= svc_->options.max_queued_replies) {
+      read_paused_ = true;
+      return;
+    }
+  }
   StartRead(&in_);
 }
 
@@ -279,17 +292,27 @@ void ActReactor::OnCancel() {
 }
 
 void ActReactor::OnWriteDone(bool ok) {
-  std::lock_guard<std::mutex> lock(mu_);
-  writing_ = false;
-  free_.push_back(queue_.front());
-  queue_.pop_front();
-  if (!ok) broken_ = true;
-  if (!queue_.empty() && !broken_ && !finished_) {
-    writing_ = true;
-    StartWrite(queue_.front());
-    return;
+  bool resume_reads = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    writing_ = false;
+    free_.push_back(queue_.front());
+    queue_.pop_front();
+    if (!ok) broken_ = true;
+    if (read_paused_ && !broken_ && !finished_ &&
+        static_cast<int>(queue_.size()) <=
+            svc_->options.max_queued_replies / 2) {
+      read_paused_ = false;
+      resume_reads = true;
+    }
+    if (!queue_.empty() && !broken_ && !finished_) {
+      writing_ = true;
+      StartWrite(queue_.front());
+    } else {
+      MaybeFinish();
+    }
   }
-  MaybeFinish();
+  if (resume_reads) StartRead(&in_);
 }
 
 void ActReactor::OnDone() {
@@ -309,6 +332,10 @@ v1::ActionReply* ActReactor::FreeMessage() {
 
 void ActReactor::Enqueue(v1::ActionReply* m) {
   queue_.push_back(m);
+  const int depth = static_cast<int>(queue_.size());
+  int peak = svc_->reply_peak.load(std::memory_order_relaxed);
+  while (depth > peak && !svc_->reply_peak.compare_exchange_weak(peak, depth)) {
+  }
   if (!writing_) {
     writing_ = true;
     StartWrite(queue_.front());
@@ -397,6 +424,10 @@ void ObservationServer::AnnounceVersion(uint64_t version) {
 }
 
 int ObservationServer::ActiveEnvs() { return impl_->ActiveEnvs(); }
+
+int ObservationServer::reply_queue_peak() const {
+  return impl_->reply_peak.load();
+}
 
 void ObservationServer::Close() { impl_->queue.Close(); }
 

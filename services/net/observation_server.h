@@ -41,6 +41,10 @@ struct ObservationServerOptions {
   int num_envs = 0;            // global env ids are < num_envs
   int num_tasks = 0;           // rows of the instruction table
   QueueOptions request_queue;  // capacity >= num_envs
+  // Replies queued on one stream (its client not reading) before the
+  // stream's reads pause until half are written: HTTP/2 flow control then
+  // holds the client back, and the server's memory stays bounded.
+  int max_queued_replies = 1024;
 };
 
 class ObservationServer final : public ObservationSource {
@@ -65,6 +69,9 @@ class ObservationServer final : public ObservationSource {
   // Sync mode across processes. The sync barrier's size: envs registered by
   // live streams (EnvNotice) and not parked.
   int ActiveEnvs();
+  // The most replies ever queued on one stream (<= max_queued_replies + the
+  // replies of observations accepted before its reads paused).
+  int reply_queue_peak() const;
   // The server now serves `version`: every registered stream hears it (and
   // a stream registering later hears the latest at once).
   void AnnounceVersion(uint64_t version);

@@ -3,13 +3,27 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace rlvla3 {
 
-RosterService::RosterService(const NetOptions& net, absl::Duration timeout)
-    : net_(net), timeout_(timeout) {}
+RosterService::RosterService(const NetOptions& net, absl::Duration timeout,
+                             int max_roles)
+    : net_(net),
+      timeout_(timeout),
+      max_roles_(static_cast<size_t>(std::max(1, max_roles))) {}
+
+bool RosterService::MakeRoom(const std::string& address) {
+  if (entries_.size() < max_roles_ || entries_.count(address) > 0) return true;
+  const absl::Time forget_before = absl::Now() - 10 * timeout_;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = it->second.last < forget_before ? entries_.erase(it) : std::next(it);
+  }
+  return entries_.size() < max_roles_;
+}
 
 grpc::ServerUnaryReactor* RosterService::Heartbeat(
     grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* request,
@@ -19,13 +33,20 @@ grpc::ServerUnaryReactor* RosterService::Heartbeat(
     r->Finish(s);
     return r;
   }
-  if (request->address().empty()) {
+  if (request->address().empty() || request->address().size() > 512) {
     r->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                           "heartbeat.address: empty"));
+                           "heartbeat.address: empty or over 512 bytes"));
     return r;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!MakeRoom(request->address())) {
+      r->Finish(grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("roster full: ", max_roles_,
+                       " roles reporting (cluster.max_roster_roles)")));
+      return r;
+    }
     Entry& e = entries_[request->address()];
     e.last = absl::Now();
     e.status = request->status();

@@ -36,7 +36,11 @@ namespace rlvla3 {
 
 class RosterService final : public v1::Roster::CallbackService {
  public:
-  RosterService(const NetOptions& net, absl::Duration timeout);
+  // Keeps at most `max_roles` roles: a new address past it is refused
+  // (RESOURCE_EXHAUSTED, naming cluster.max_roster_roles) unless a role
+  // silent 10 x `timeout` can be forgotten to make room.
+  RosterService(const NetOptions& net, absl::Duration timeout,
+                int max_roles = 1024);
 
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
                                       const v1::HeartbeatRequest* request,
@@ -54,6 +58,9 @@ class RosterService final : public v1::Roster::CallbackService {
   };
   const NetOptions net_;
   const absl::Duration timeout_;
+  const size_t max_roles_;
+  // Forgets roles silent 10 x timeout_; whether `address` may now join.
+  bool MakeRoom(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   mutable std::mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // by address
 };

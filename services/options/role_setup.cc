@@ -32,6 +32,17 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   const int64_t segment_bytes =
       int64_t{sh.capacity + 1} * sh.width * sh.height * 3 * 2 + (1 << 20);
   s.net.max_message_bytes = std::max<int64_t>(64 << 20, 2 * segment_bytes);
+  s.net.max_concurrent_streams =
+      static_cast<int>(c.cluster.max_streams_per_connection);
+  const int64_t observation_bytes =
+      int64_t{sh.width} * sh.height * 3 * 2 + 4 * sh.proprio_dim + (64 << 10);
+  const int64_t given = c.cluster.max_message_mb << 20;
+  s.limits.learner_receive_bytes = given > 0 ? given : s.net.max_message_bytes;
+  s.limits.inference_receive_bytes =
+      given > 0 ? given : std::max<int64_t>(1 << 20, 4 * observation_bytes);
+  s.limits.rollout_receive_bytes = given > 0 ? given : (1 << 20);
+  s.limits.max_queued_replies = static_cast<int>(c.cluster.max_queued_replies);
+  s.limits.max_roster_roles = static_cast<int>(c.cluster.max_roster_roles);
   s.shape =
       WireShape{sh.height, sh.width, sh.proprio_dim, sh.chunk, sh.action_dim};
   s.workers = static_cast<int>(c.cluster.rollout_workers);

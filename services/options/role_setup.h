@@ -37,6 +37,17 @@ struct RoleTimings {
   double collective_timeout_s = 0;
 };
 
+// What peers may hold of each role's server (cluster.max_*): the largest
+// message each role's server takes, sized to what it receives unless
+// cluster.max_message_mb says; the reply and roster bounds.
+struct ServeLimits {
+  int64_t learner_receive_bytes = 0;    // segments, heartbeats
+  int64_t inference_receive_bytes = 0;  // observations
+  int64_t rollout_receive_bytes = 0;    // status and stop calls
+  int max_queued_replies = 1024;
+  int max_roster_roles = 1024;
+};
+
 // What every role process starts from: the policy (its kind, chunk and text
 // length shape everything), every role's options, the network options.
 struct RoleSetup {
@@ -49,6 +60,7 @@ struct RoleSetup {
   int route_block = 1;         // envs routed to one learner rank (a GRPO group)
   std::string checkpoint_dir;  // <run.out_dir>/<run.name>/checkpoints
   RoleTimings timings;
+  ServeLimits limits;
   PrometheusOptions prometheus;  // port 0: no /metrics endpoint
 };
 

@@ -38,6 +38,7 @@ ObservationServerOptions ServiceOptionsOf(const RoleSetup& s) {
   so.request_queue = s.options.request_queue;
   so.request_queue.capacity =
       std::max<size_t>(so.request_queue.capacity, size_t(s.global_envs));
+  so.max_queued_replies = s.limits.max_queued_replies;
   return so;
 }
 
@@ -121,8 +122,9 @@ int ServeInference(const ServeFlags& f, RoleSetup& s) {
     }
     return FailRole("inference", why);
   };
-  absl::StatusOr<std::unique_ptr<RoleServer>> server =
-      RoleServer::Start(f.listen, s.net, {service.service()});
+  absl::StatusOr<std::unique_ptr<RoleServer>> server = RoleServer::Start(
+      f.listen, ServerNet(s, s.limits.inference_receive_bytes),
+      {service.service()});
   if (!server.ok()) return fail(server.status());
   const std::string address =
       Announce("inference", f.listen, (*server)->port());

@@ -125,9 +125,11 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
     st->set_optimizer_steps(steps.value() + learner.steps_restored());
     st->set_trained_samples_per_s(rate.per_s());
   });
-  RosterService roster(s.net, absl::Seconds(s.timings.role_timeout_s));
+  RosterService roster(s.net, absl::Seconds(s.timings.role_timeout_s),
+                       s.limits.max_roster_roles);
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
-      RoleServer::Start(f.listen, s.net, {service.service(), &roster});
+      RoleServer::Start(f.listen, ServerNet(s, s.limits.learner_receive_bytes),
+                        {service.service(), &roster});
   if (!server.ok()) return FailRole("learner", server.status());
   learner.Start([&service] { service.Close(); },
                 [](const LearnerStepStats&) {});

@@ -48,6 +48,12 @@ void RunUntil(double duration_s, double interval_s,
   }
 }
 
+NetOptions ServerNet(const RoleSetup& s, int64_t receive_bytes) {
+  NetOptions n = s.net;
+  n.server_max_receive_bytes = receive_bytes;
+  return n;
+}
+
 // Prints "ROLE: serving on HOST:PORT" and returns that address.
 std::string Announce(const char* role, const std::string& listen, int port) {
   const std::string address =

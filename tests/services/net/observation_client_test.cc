@@ -19,42 +19,13 @@
 #include "runtime/metrics.h"
 #include "services/net/grpc_common.h"
 #include "services/net/observation_server.h"
+#include "tests/services/net/inference_fixture.h"
 
 namespace rlvla3 {
 namespace {
 
-constexpr int kEnvs = 2;
-
-// An inference service (no actors: nothing is inferred) serving on loopback.
-struct Server {
-  explicit Server(const NetOptions& net) : service(Options(), net, &metrics) {
-    absl::StatusOr<std::unique_ptr<RoleServer>> s =
-        RoleServer::Start("127.0.0.1:0", net, {service.service()});
-    EXPECT_TRUE(s.ok()) << s.status();
-    if (s.ok()) server = *std::move(s);
-  }
-  ~Server() { Stop(); }
-  void Stop() {
-    if (server == nullptr) return;
-    server->Shutdown(absl::Seconds(1));
-    server.reset();
-    service.Close();
-  }
-  std::string address() const {
-    return absl::StrCat("127.0.0.1:", server->port());
-  }
-  static ObservationServerOptions Options() {
-    ObservationServerOptions o;
-    o.num_envs = kEnvs;
-    o.num_tasks = 1;
-    o.request_queue.capacity = 8;
-    return o;
-  }
-
-  MetricsRegistry metrics;
-  ObservationServer service;
-  std::unique_ptr<RoleServer> server;
-};
+using testutil::InferenceService;
+constexpr int kEnvs = testutil::kFixtureEnvs;
 
 // The versions the channel's handler heard, in order.
 class Heard {
@@ -84,7 +55,7 @@ class Heard {
 
 TEST(ObservationChannel, EnvsResumeOnTheOldestVersionTheirServersServe) {
   const NetOptions net;
-  Server a(net), b(net);
+  InferenceService a(net), b(net);
   a.service.AnnounceVersion(3);
   b.service.AnnounceVersion(3);
   ObservationClientOptions o;
