@@ -122,9 +122,8 @@ int ServeInference(const ServeFlags& f, RoleSetup& s) {
     }
     return FailRole("inference", why);
   };
-  absl::StatusOr<std::unique_ptr<RoleServer>> server = RoleServer::Start(
-      f.listen, ServerNet(s, s.limits.inference_receive_bytes),
-      {service.service()});
+  absl::StatusOr<std::unique_ptr<RoleServer>> server = StartRoleServer(
+      f.listen, s, s.limits.inference_receive_bytes, {service.service()});
   if (!server.ok()) return fail(server.status());
   const std::string address =
       Announce("inference", f.listen, (*server)->port());

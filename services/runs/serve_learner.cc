@@ -86,6 +86,23 @@ LearnerServiceOptions ServiceOptionsOf(const RoleSetup& s,
   return so;
 }
 
+// What GetStatus and the heartbeats say of the learner (its counters, its
+// trained samples per second as `rate` last measured them).
+void ReportStatus(LearnerService* service, MetricsRegistry* metrics,
+                  Learner* learner, RateMeter* rate) {
+  Counter* trained = &metrics->counter("trained_samples");
+  Counter* steps = &metrics->counter("optimizer_steps");
+  Counter* expired = &metrics->counter("expired_episodes");
+  Counter* dropped = &metrics->counter("dropped_samples");
+  service->SetStatusSource([=](v1::RoleStatus* st) {
+    st->set_trained_samples(trained->value());
+    st->set_dropped_samples(dropped->value());
+    st->set_discarded_segments(expired->value());
+    st->set_optimizer_steps(steps->value() + learner->steps_restored());
+    st->set_trained_samples_per_s(rate->per_s());
+  });
+}
+
 }  // namespace
 
 int ServeLearner(const ServeFlags& f, RoleSetup& s) {
@@ -115,21 +132,13 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   service.SetRunSettings(RunSettingsOf(s.options, layout));
   Counter& trained = metrics.counter("trained_samples");
   Counter& steps = metrics.counter("optimizer_steps");
-  Counter& expired = metrics.counter("expired_episodes");
-  Counter& dropped = metrics.counter("dropped_samples");
   RateMeter rate;
-  service.SetStatusSource([&](v1::RoleStatus* st) {
-    st->set_trained_samples(trained.value());
-    st->set_dropped_samples(dropped.value());
-    st->set_discarded_segments(expired.value());
-    st->set_optimizer_steps(steps.value() + learner.steps_restored());
-    st->set_trained_samples_per_s(rate.per_s());
-  });
+  ReportStatus(&service, &metrics, &learner, &rate);
   RosterService roster(s.net, absl::Seconds(s.timings.role_timeout_s),
                        s.limits.max_roster_roles);
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
-      RoleServer::Start(f.listen, ServerNet(s, s.limits.learner_receive_bytes),
-                        {service.service(), &roster});
+      StartRoleServer(f.listen, s, s.limits.learner_receive_bytes,
+                      {service.service(), &roster});
   if (!server.ok()) return FailRole("learner", server.status());
   learner.Start([&service] { service.Close(); },
                 [](const LearnerStepStats&) {});

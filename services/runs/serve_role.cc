@@ -48,10 +48,12 @@ void RunUntil(double duration_s, double interval_s,
   }
 }
 
-NetOptions ServerNet(const RoleSetup& s, int64_t receive_bytes) {
+absl::StatusOr<std::unique_ptr<RoleServer>> StartRoleServer(
+    const std::string& listen, const RoleSetup& s, int64_t receive_bytes,
+    const std::vector<grpc::Service*>& services) {
   NetOptions n = s.net;
   n.server_max_receive_bytes = receive_bytes;
-  return n;
+  return RoleServer::Start(listen, n, services);
 }
 
 // Prints "ROLE: serving on HOST:PORT" and returns that address.

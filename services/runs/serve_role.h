@@ -35,9 +35,11 @@ class RoleStatus;
 void RunUntil(double duration_s, double interval_s,
               const std::function<bool()>& done,
               const std::function<void()>& tick);
-// The role's network options for its own server: it takes messages up to
-// `receive_bytes` (ServeLimits), calls others with s.net's limits.
-NetOptions ServerNet(const RoleSetup& s, int64_t receive_bytes);
+// The role's own server on `listen`: s.net, taking messages up to
+// `receive_bytes` (ServeLimits; the role calls others with s.net's limits).
+absl::StatusOr<std::unique_ptr<RoleServer>> StartRoleServer(
+    const std::string& listen, const RoleSetup& s, int64_t receive_bytes,
+    const std::vector<grpc::Service*>& services);
 // Prints "ROLE: serving on HOST:PORT" and returns that address.
 std::string Announce(const char* role, const std::string& listen, int port);
 // Heartbeats of a role to the learner's roster.

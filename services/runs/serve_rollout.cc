@@ -217,8 +217,8 @@ int ServeRollout(const ServeFlags& f, RoleSetup& s) {
     counters.Fill(*w, **sub, **obs, rate, st);
   };
   RolloutControlService control(s.net, fill_status);
-  absl::StatusOr<std::unique_ptr<RoleServer>> server = RoleServer::Start(
-      f.listen, ServerNet(s, s.limits.rollout_receive_bytes), {&control});
+  absl::StatusOr<std::unique_ptr<RoleServer>> server =
+      StartRoleServer(f.listen, s, s.limits.rollout_receive_bytes, {&control});
   if (!server.ok()) return FailRole("rollout", server.status());
   w->Start();
   const std::string address = Announce("rollout", f.listen, (*server)->port());
