@@ -9,20 +9,10 @@
 #include "absl/strings/str_cat.h"
 
 #ifdef RLVLA3_HAVE_PROMETHEUS
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <thread>
+#include "runtime/scrape_server.h"
 #endif
 
 namespace rlvla3 {
@@ -157,124 +147,33 @@ std::string PrometheusText(const MetricsReading& reading,
   return prometheus::TextSerializer().Serialize(Families(reading, labels));
 }
 
-// One HTTP/1.1 exchange per connection, on one thread: GET /metrics gets
-// the registry's exposition, anything else 404. (prometheus-cpp's own
-// exposer, civetweb, starts threads with 100 KiB stacks, which fail in a
-// process that loads Debian's LibTorch: its libraries' static TLS is larger.)
+// Served by a ScrapeServer (scrape_server.h: one thread, never held by one
+// client; why not prometheus-cpp's exposer is said there).
 struct PrometheusEndpoint::Impl {
-  MetricsRegistry* metrics = nullptr;
-  Labels labels;
-  int listen_fd = -1;
-  int wake[2] = {-1, -1};  // a byte on wake[1] stops the thread
-  std::thread thread;
-
-  ~Impl() {
-    if (thread.joinable()) {
-      const char stop = 1;
-      if (write(wake[1], &stop, 1) != 1) std::perror("metrics endpoint: stop");
-      thread.join();
-    }
-    for (int fd : {listen_fd, wake[0], wake[1]}) {
-      if (fd >= 0) close(fd);
-    }
-  }
-
-  void Serve() {
-    for (;;) {
-      pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}};
-      if (poll(fds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
-        return;
-      }
-      if (fds[1].revents != 0) return;
-      const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      Answer(fd);
-      close(fd);
-    }
-  }
-
-  // Reads the request head (2 s at most), writes the response.
-  void Answer(int fd) const {
-    timeval timeout{2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    std::string head;
-    char buf[1024];
-    while (head.find("\r\n\r\n") == std::string::npos && head.size() < 8192) {
-      const ssize_t n = read(fd, buf, sizeof(buf));
-      if (n <= 0) return;
-      head.append(buf, static_cast<size_t>(n));
-    }
-    const bool scrape = absl::StartsWith(head, "GET /metrics ") ||
-                        absl::StartsWith(head, "GET /metrics?");
-    const std::string body =
-        scrape ? PrometheusText(metrics->Read(), labels) : "not found\n";
-    const std::string response = absl::StrCat(
-        "HTTP/1.1 ", scrape ? "200 OK" : "404 Not Found", "\r\nContent-Type: ",
-        scrape ? "text/plain; version=0.0.4; charset=utf-8" : "text/plain",
-        "\r\nContent-Length: ", body.size(), "\r\nConnection: close\r\n\r\n",
-        body);
-    for (size_t sent = 0; sent < response.size();) {
-      const ssize_t n = send(fd, response.data() + sent, response.size() - sent,
-                             MSG_NOSIGNAL);
-      if (n <= 0) return;  // the scraper left; it will ask again
-      sent += static_cast<size_t>(n);
-    }
-  }
+  std::unique_ptr<ScrapeServer> server;
 };
-
-// A listening TCP socket on host:port (port 0: any free one).
-absl::StatusOr<int> Listen(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = absl::StrCat(port);
-  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-      rc != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "metrics endpoint ", host, ":", port, ": ", gai_strerror(rc)));
-  }
-  int fd = socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  const bool ok =
-      fd >= 0 &&
-      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-      bind(fd, found->ai_addr, found->ai_addrlen) == 0 && listen(fd, 16) == 0;
-  const int err = errno;
-  freeaddrinfo(found);
-  if (!ok) {
-    if (fd >= 0) close(fd);
-    return absl::UnavailableError(absl::StrCat(
-        "metrics endpoint ", host, ":", port, ": cannot listen (",
-        std::strerror(err), "); set metrics.prometheus_port to a free port"));
-  }
-  return fd;
-}
 
 absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> PrometheusEndpoint::Start(
     const PrometheusOptions& options, MetricsRegistry* metrics) {
-  absl::StatusOr<int> fd = Listen(options.host, options.port);
-  if (!fd.ok()) return fd.status();
+  ScrapeServerOptions so;
+  so.host = options.host;
+  so.port = options.port;
+  const Labels labels = options.labels;
+  absl::StatusOr<std::unique_ptr<ScrapeServer>> server =
+      ScrapeServer::Start(so, [metrics, labels](const std::string& path) {
+        const bool scrape =
+            path == "/metrics" || absl::StartsWith(path, "/metrics?");
+        if (!scrape) {
+          return ScrapeServer::Response{404, "text/plain", "not found\n"};
+        }
+        return ScrapeServer::Response{
+            200, "text/plain; version=0.0.4; charset=utf-8",
+            PrometheusText(metrics->Read(), labels)};
+      });
+  if (!server.ok()) return server.status();
   auto impl = std::make_unique<Impl>();
-  impl->metrics = metrics;
-  impl->labels = options.labels;
-  impl->listen_fd = *fd;
-  if (pipe2(impl->wake, O_CLOEXEC) != 0) {
-    return absl::InternalError(
-        absl::StrCat("metrics endpoint: pipe: ", std::strerror(errno)));
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  getsockname(impl->listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  const int port =
-      ntohs(bound.ss_family == AF_INET6
-                ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->Serve(); });
+  const int port = (*server)->port();
+  impl->server = *std::move(server);
   return std::unique_ptr<PrometheusEndpoint>(
       new PrometheusEndpoint(std::move(impl), options.host, port));
 }

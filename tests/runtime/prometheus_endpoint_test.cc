@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/metrics.h"
 
@@ -137,6 +138,55 @@ TEST(PrometheusEndpoint, AnAddressInUseIsAnErrorNamingIt) {
   EXPECT_TRUE(Has(std::string(second.status().message()),
                   "127.0.0.1:" + std::to_string((*first)->port())))
       << second.status();
+}
+
+// A client connected to 127.0.0.1:port that sent `bytes` and then stalls
+// (slowloris); the socket, for the test to close.
+int Stalled(int port, const std::string& bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(write(fd, bytes.data(), bytes.size()),
+            static_cast<ssize_t>(bytes.size()));
+  return fd;
+}
+
+// Ten clients that send half a request and stall, and ten that never read
+// their response: scrapes are still answered at once (one stalled client
+// held the one thread for its 2 s read timeout, ten for 20 s), and the
+// endpoint stops at once with them connected.
+TEST(PrometheusEndpoint, SlowClientsDoNotHoldScrapes) {
+  MetricsRegistry m;
+  m.counter("trained_samples").Add(3);
+  absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ep =
+      PrometheusEndpoint::Start({"127.0.0.1", 0, {}}, &m);
+  if (absl::IsUnimplemented(ep.status())) GTEST_SKIP() << ep.status();
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  std::vector<int> slow;
+  for (int i = 0; i < 10; ++i)
+    slow.push_back(Stalled((*ep)->port(), "GET /met"));
+  for (int i = 0; i < 10; ++i) {
+    slow.push_back(
+        Stalled((*ep)->port(), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
+  }
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string got = Scrape((*ep)->port());
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    EXPECT_TRUE(Has(got, "rlvla3_trained_samples_total 3")) << got;
+    EXPECT_LT(s, 1.0) << "scrape " << i << " waited behind slow clients";
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  ep->reset();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                .count(),
+            1.0);
+  for (int fd : slow) close(fd);
 }
 
 }  // namespace
