@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 #include <system_error>
 
@@ -202,14 +204,23 @@ absl::StatusOr<std::string> CheckpointStore::Commit(uint64_t version) const {
   // Durable before it is named whole: every file, MANIFEST and the folder's
   // entries; after the rename, the parent's entry (a power loss then leaves
   // either the partial folder or the whole checkpoint).
+  // Folders below the checkpoint's own hold their files' entries too
+  // (optimizer/): each is synced, deepest first, then the folder itself.
+  std::set<std::string, std::greater<std::string>> folders;
   for (const std::string& f : files) {
-    if (absl::Status s = SyncPath(partial + "/" + f); !s.ok()) return s;
+    if (absl::Status s = Sync(partial + "/" + f); !s.ok()) return s;
+    for (fs::path p = fs::path(f).parent_path(); !p.empty();
+         p = p.parent_path()) {
+      folders.insert(partial + "/" + p.string());
+    }
   }
-  if (absl::Status s = SyncPath(absl::StrCat(partial, "/", kManifest));
-      !s.ok()) {
+  if (absl::Status s = Sync(absl::StrCat(partial, "/", kManifest)); !s.ok()) {
     return s;
   }
-  if (absl::Status s = SyncPath(partial); !s.ok()) return s;
+  for (const std::string& folder : folders) {
+    if (absl::Status s = Sync(folder); !s.ok()) return s;
+  }
+  if (absl::Status s = Sync(partial); !s.ok()) return s;
   const std::string complete = CompletePath(version);
   if (fs::exists(complete, ec)) {
     if (absl::Status s = RemoveCheckpointFolder(dir_, {complete, version});
@@ -219,7 +230,7 @@ absl::StatusOr<std::string> CheckpointStore::Commit(uint64_t version) const {
   }
   fs::rename(partial, complete, ec);
   if (ec) return FsError("renaming into place", partial, ec);
-  if (absl::Status s = SyncPath(dir_); !s.ok()) return s;
+  if (absl::Status s = Sync(dir_); !s.ok()) return s;
   return complete;
 }
 
@@ -232,10 +243,16 @@ absl::Status CheckpointStore::Prune(int keep) const {
   std::vector<CheckpointInfo> all = List();
   std::error_code ec;
   if (keep > 0) {
-    for (size_t i = static_cast<size_t>(keep); i < all.size(); ++i) {
-      if (absl::Status s = RemoveCheckpointFolder(dir_, all[i]); !s.ok()) {
-        return s;
+    // Only checkpoints that verify count towards `keep`: newer ones that do
+    // not are no reason to remove the older whole ones (resume sets them
+    // aside), and are left as they are.
+    int whole = 0;
+    for (const CheckpointInfo& c : all) {
+      if (whole < keep) {
+        whole += Verify(c.path).ok();
+        continue;
       }
+      if (absl::Status s = RemoveCheckpointFolder(dir_, c); !s.ok()) return s;
     }
   }
   if (all.empty()) return absl::OkStatus();
@@ -329,11 +346,17 @@ absl::Status CheckpointStore::RecordPublished(uint64_t version) const {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = SyncPath(tmp); !s.ok()) return s;
+  if (absl::Status s = Sync(tmp); !s.ok()) return s;
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) return FsError("renaming into place", tmp, ec);
-  return SyncPath(dir_);
+  return Sync(dir_);
+}
+
+absl::Status CheckpointStore::Sync(const std::string& path) const {
+  if (absl::Status s = SyncPath(path); !s.ok()) return s;
+  if (synced_) synced_(path);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> CheckpointStore::PublishedHighWater() const {

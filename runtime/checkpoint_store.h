@@ -32,6 +32,7 @@
 #define RLVLA3_RUNTIME_CHECKPOINT_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ class CheckpointStore {
  public:
   explicit CheckpointStore(std::string dir) : dir_(std::move(dir)) {}
 
+  // A test hook: called with each path after its fsync succeeded (a file's
+  // data, a folder's entries), so a test can drop what was not synced as a
+  // power loss would.
+  using SyncObserver = std::function<void(const std::string& path)>;
+  void SetSyncObserver(SyncObserver observer) { synced_ = std::move(observer); }
+
   const std::string& dir() const { return dir_; }
   std::string PartialPath(uint64_t version) const;
   std::string CompletePath(uint64_t version) const;
@@ -68,8 +75,9 @@ class CheckpointStore {
   absl::StatusOr<std::string> Commit(uint64_t version) const;
   // Removes the staging folder of `version` (an attempt that failed).
   void Abandon(uint64_t version) const;
-  // Keeps the newest `keep` complete checkpoints (keep <= 0: all) and
-  // removes staging folders of versions below the newest complete one.
+  // Keeps the newest `keep` checkpoints that verify (keep <= 0: all) and
+  // whatever is newer than them; removes older complete ones, and staging
+  // folders of versions below the newest complete one.
   absl::Status Prune(int keep) const;
   // Removes every staging folder (a writer starting; none is writing).
   absl::Status RemovePartials() const;
@@ -101,7 +109,11 @@ class CheckpointStore {
   static absl::Status Verify(const std::string& path);
 
  private:
+  // fsync(2) of `path`, then the observer.
+  absl::Status Sync(const std::string& path) const;
+
   std::string dir_;
+  SyncObserver synced_;
 };
 
 // The 64-bit content hash MANIFEST records (word-wise multiply-xorshift).

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -263,6 +264,84 @@ TEST(CheckpointStore, WriterKilledMidWriteNeverLeavesATornCheckpoint) {
       "writer kills: %d, of them mid-write (a partial folder left): %d\n",
       kills, partial_left);
   EXPECT_GE(partial_left, 10) << "too few kills landed mid-write";
+}
+
+// A power loss right after Commit, as the page cache loses it: of the
+// checkpoint folder `version_V` (written at .partial-version_V, then
+// renamed), a file keeps its data only if it was synced, and its entry only
+// if its folder was synced; the rename holds only if the store's folder was
+// synced after it (else the folder is back at its partial name).
+void LosePower(const CheckpointStore& store, uint64_t version,
+               const std::set<std::string>& synced) {
+  const std::string complete = store.CompletePath(version);
+  const std::string partial = store.PartialPath(version);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(complete)) {
+    if (e.is_regular_file()) files.push_back(e.path());
+  }
+  for (const fs::path& f : files) {
+    const std::string rel = fs::relative(f, complete).string();
+    const fs::path written = fs::path(partial) / rel;
+    bool entry = true;  // every folder from the file up to the checkpoint's
+    for (fs::path d = written.parent_path();
+         d.string().size() >= partial.size(); d = d.parent_path()) {
+      entry = entry && synced.count(d.string()) > 0;
+    }
+    if (!entry) {
+      fs::remove(f);
+    } else if (synced.count(written.string()) == 0) {
+      fs::resize_file(f, 0);
+    }
+  }
+  if (synced.count(store.dir()) == 0) fs::rename(complete, partial);
+}
+
+TEST(CheckpointStore, APowerLossAfterACommitLeavesACheckpointThatVerifies) {
+  const testutil::TestDir dir;
+  CheckpointStore store(dir.path());
+  std::set<std::string> synced;
+  store.SetSyncObserver([&](const std::string& p) { synced.insert(p); });
+  ASSERT_FALSE(WriteCheckpoint(store, 5).empty());
+  LosePower(store, 5, synced);
+  std::vector<SkippedCheckpoint> skipped;
+  absl::StatusOr<CheckpointInfo> c = store.NewestValid(&skipped);
+  ASSERT_TRUE(c.ok()) << c.status()
+                      << (skipped.empty() ? "" : skipped[0].reason);
+  EXPECT_EQ(c->version, 5u);
+
+  // A commit whose syncs never happened (a power cut before them): its
+  // checkpoint is gone or torn, and the one before it is resumed.
+  synced.clear();
+  store.SetSyncObserver(nullptr);
+  ASSERT_FALSE(WriteCheckpoint(store, 7).empty());
+  LosePower(store, 7, synced);
+  c = store.NewestValid(&skipped);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->version, 5u);
+}
+
+// Newer checkpoints that do not verify do not count towards `keep`: the
+// older whole ones stay (pruning once removed the only ones resume could
+// use).
+TEST(CheckpointStore, PruneKeepsWholeCheckpointsBehindTornNewerOnes) {
+  const testutil::TestDir dir;
+  const CheckpointStore store(dir.path());
+  for (uint64_t v : {1, 2, 3, 4})
+    ASSERT_FALSE(WriteCheckpoint(store, v).empty());
+  fs::resize_file(store.CompletePath(3) + "/model.safetensors", 10);
+  fs::resize_file(store.CompletePath(4) + "/model.safetensors", 10);
+  ASSERT_TRUE(store.Prune(2).ok());
+  std::vector<uint64_t> left;
+  for (const CheckpointInfo& c : store.List()) left.push_back(c.version);
+  EXPECT_EQ(left, (std::vector<uint64_t>{4, 3, 2, 1}));
+  absl::StatusOr<CheckpointInfo> c = store.NewestValid(nullptr);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->version, 2u);
+  ASSERT_FALSE(WriteCheckpoint(store, 5).empty());
+  ASSERT_TRUE(store.Prune(2).ok());
+  left.clear();
+  for (const CheckpointInfo& c : store.List()) left.push_back(c.version);
+  EXPECT_EQ(left, (std::vector<uint64_t>{5, 4, 3, 2}));
 }
 
 }  // namespace
