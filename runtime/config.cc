@@ -102,6 +102,9 @@ void DescribeCluster(Config* c, ConfigSchema* s) {
          {1, 1 << 24},
          "replies queued on one observation stream before its reads pause "
          "(a client that does not read is held back, not buffered)");
+  s->Int("cluster.liveness_timeouts", &c->cluster.liveness_timeouts, {0, 1000},
+         "up --local kills and restarts a role alive but silent this many "
+         "role_timeout_s (0: never)");
   s->Int("cluster.max_roster_roles", &c->cluster.max_roster_roles, {1, 1 << 20},
          "roles the learner's roster keeps; a new one past it is refused "
          "(RESOURCE_EXHAUSTED) once none silent 10x role_timeout_s can go");

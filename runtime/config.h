@@ -268,6 +268,10 @@ struct ClusterConfig {
   int64_t max_streams_per_connection = 100;
   int64_t max_queued_replies = 1024;
   int64_t max_roster_roles = 1024;
+  // `up --local`'s liveness probe: a role process alive but answering no
+  // status call for this many role_timeout_s is killed and restarted
+  // (0: never).
+  int64_t liveness_timeouts = 6;
 };
 
 struct Config {

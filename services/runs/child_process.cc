@@ -83,6 +83,10 @@ void ChildProcess::Terminate() {
   if (!Poll()) kill(pid_, SIGTERM);
 }
 
+void ChildProcess::Kill() {
+  if (!Poll()) kill(pid_, SIGKILL);
+}
+
 void ChildProcess::Stop(absl::Duration grace) {
   if (Poll()) return;
   kill(pid_, SIGTERM);

@@ -45,6 +45,9 @@ class ChildProcess {
   bool running() { return pid_ > 0 && !Poll(); }
   // Sends SIGTERM without waiting (when running).
   void Terminate();
+  // Sends SIGKILL without waiting (when running): a process that does not
+  // answer (stopped, hung) ends all the same.
+  void Kill();
   // SIGTERM, then SIGKILL after `grace`; waits for it. Idempotent.
   void Stop(absl::Duration grace);
   // Exit code, or -signal when a signal ended it.

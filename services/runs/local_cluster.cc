@@ -245,6 +245,7 @@ void RestartWhenDue(Member& m) {
   if (Clock::now() < m.restart_at) return;
   m.waiting_restart = false;
   m.started_at = Clock::now();
+  m.last_heard = m.started_at;
   if (absl::Status s = m.process->Start(); !s.ok()) {
     std::fprintf(stderr, "up: %s: %s\n", m.label().c_str(),
                  s.ToString().c_str());
@@ -258,7 +259,8 @@ void RestartWhenDue(Member& m) {
 // crashed (after its policy's backoff), polls a live one's status. When a
 // process ended, its policy's decision: the run's end (any role), or, for a
 // learner rank, a restart of the whole group (the caller's).
-std::optional<ExitDecision> Supervise(Member& m, const NetOptions& net) {
+std::optional<ExitDecision> Supervise(Member& m, const NetOptions& net,
+                                      double liveness_s) {
   if (m.waiting_restart) {
     if (m.role != Role::kLearner) RestartWhenDue(m);
     return std::nullopt;
@@ -280,6 +282,16 @@ std::optional<ExitDecision> Supervise(Member& m, const NetOptions& net) {
       QueryRoleStatus(m.role, m.channel, m.address, quick);
   if (st.ok()) {
     m.status = *std::move(st);
+    m.last_heard = Clock::now();
+  } else if (liveness_s > 0 && Clock::now() - m.last_heard >
+                                   std::chrono::duration<double>(liveness_s)) {
+    // The liveness probe: alive (stopped, hung, deadlocked) but silent. It
+    // is killed; the next look restarts it as any crash.
+    std::fprintf(stderr,
+                 "up: %s answered no status call for %.0f s (alive but "
+                 "silent): killed, to be restarted. See %s\n",
+                 m.label().c_str(), liveness_s, m.process->log_path().c_str());
+    m.process->Kill();
     m.last_heard = Clock::now();
   }
   return std::nullopt;
@@ -330,7 +342,7 @@ int SuperviseUntilStopped(std::vector<Member>& members,
     const Member* gone = nullptr;
     ExitDecision group;
     for (Member& m : members) {
-      std::optional<ExitDecision> d = Supervise(m, o.net);
+      std::optional<ExitDecision> d = Supervise(m, o.net, o.liveness_s);
       if (!d) continue;
       if (d->end_run) {
         std::fprintf(stderr, "up: %s %s; the run ends. See %s\n",

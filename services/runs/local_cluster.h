@@ -45,6 +45,9 @@ struct UpLocalOptions {
   ClusterLayout layout;
   double interval_s = 1;       // progress line
   double role_timeout_s = 10;  // a role silent this long is reported
+  // A role process alive but answering no status call this long is killed
+  // (SIGKILL) and restarted as a crash would be (0: never).
+  double liveness_s = 60;
   double duration_s = 0;  // 0: until stopped (the verb gives rl.duration_s)
   double collective_timeout_s = 60;  // learner ranks (stop grace)
   int metrics_port = 0;  // role k's /metrics at metrics_port + k (0: none)

@@ -66,6 +66,8 @@ int VerbUpDown(const VerbArgs& f) {
   o.interval_s = c->metrics.interval_s;
   o.role_timeout_s = c->cluster.role_timeout_s;
   o.collective_timeout_s = c->cluster.collective_timeout_s;
+  o.liveness_s = c->cluster.role_timeout_s *
+                 static_cast<double>(c->cluster.liveness_timeouts);
   o.metrics_port = static_cast<int>(c->metrics.prometheus_port);
   o.net = *net;
   // The run ends where `train` would: at rl.duration_s, unless --duration.

@@ -297,7 +297,7 @@ TEST(UpLocal, TheLearnersCleanExitEndsTheRunAndExitTwoIsFinal) {
 // stalled).
 TEST(UpLocal, AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
   const testutil::TestDir dir;
-  const int base = 30000 + static_cast<int>(getpid() % 300) * 8;
+  const int base = 16000 + static_cast<int>(getpid() % 500) * 8;
   const std::vector<std::string> config = {
       "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
       "--set",    "env.num_envs=2",
@@ -328,6 +328,49 @@ TEST(UpLocal, AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
   EXPECT_NE(ReadFile(dir.path() + "/fresh/logs/learner.log")
                 .find("a subscriber holds version"),
             std::string::npos);
+  RoleProcess down(RLVLA3_BINARY, Command({"down", "--local"}, config), {},
+                   dir.File("down"));
+  EXPECT_EQ(down.Wait(), 0) << down.Log();
+  EXPECT_EQ(up.Wait(), 0) << up.Log();
+}
+
+// The liveness probe: a rollout worker stopped with SIGSTOP (alive, silent)
+// is killed and restarted once it has answered no status call for
+// cluster.liveness_timeouts x role_timeout_s, and training goes on (before,
+// it was flagged silent and left so for ever).
+TEST(UpLocal, ARoleAliveButSilentIsKilledAndRestarted) {
+  const testutil::TestDir dir;
+  const int base = 12000 + static_cast<int>(getpid() % 500) * 8;
+  const std::vector<std::string> config = {
+      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+      "--set",    "env.num_envs=2",
+      "--set",    "rl.rollouts_per_step=1",
+      "--set",    "rl.duration_s=900",
+      "--set",    "cluster.rollout_workers=2",
+      "--set",    "cluster.role_timeout_s=1",
+      "--set",    "cluster.liveness_timeouts=3",
+      "--set",    "cluster.base_port=" + std::to_string(base),
+      "--set",    "run.out_dir=" + dir.path(),
+      "--set",    "run.name=live"};
+  RoleProcess up(RLVLA3_BINARY, Command({"up", "--local"}, config), {},
+                 dir.File("up"));
+  ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
+  const std::string learner = "127.0.0.1:" + std::to_string(base);
+  std::smatch m;
+  const std::string out = up.Stdout();
+  ASSERT_TRUE(std::regex_search(
+      out, m, std::regex("rollout 1 serving on [^ ]+ \\(pid ([0-9]+)")))
+      << out;
+  const pid_t stopped = std::stoi(m[1]);
+  WaitForSteps(learner, 2, 90);
+  ASSERT_EQ(kill(stopped, SIGSTOP), 0);
+  ASSERT_TRUE(up.WaitFor("rollout 1 restarted", 60)) << up.Stdout() << up.Log();
+  EXPECT_NE(up.Log().find("rollout 1 answered no status call"),
+            std::string::npos)
+      << up.Log();
+  const uint64_t after = LearnerSteps(learner);
+  WaitForSteps(learner, after + 2, 90);
+  EXPECT_GE(LearnerSteps(learner), after + 2);
   RoleProcess down(RLVLA3_BINARY, Command({"down", "--local"}, config), {},
                    dir.File("down"));
   EXPECT_EQ(down.Wait(), 0) << down.Log();
