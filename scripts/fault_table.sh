@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The attack and fault table of issue 49: each row tried with real processes
+# and sockets on this machine, and printed as a markdown table (PASS/FAIL,
+# seconds, what was run). Rows are the suite's own tests where one covers the
+# case (a test that failed on the code before the fix), and direct runs of
+# the binary for the rest (a crash loop under `up --local`, mismatched TLS
+# files at `serve`).
+#
+#   bash scripts/fault_table.sh [BUILD_DIR]     # default: build
+set -u
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="${1:-$ROOT/build}"
+BIN="$BUILD/services/rl-vla3"
+T="$BUILD/tests"
+WORK="$(mktemp -d /tmp/fault_table.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+ROWS=()
+FAILED=0
+
+row() {  # row "fault" "expected" command...
+  local fault="$1" expect="$2"
+  shift 2
+  local t0 rc
+  t0=$(date +%s)
+  "$@" >"$WORK/out" 2>&1
+  rc=$?
+  local s=$(($(date +%s) - t0))
+  if [ $rc -eq 0 ]; then verdict=PASS; else verdict=FAIL; FAILED=1; tail -20 "$WORK/out"; fi
+  ROWS+=("| $fault | $expect | $verdict | $s | \`${*##*/}\` |")
+  echo "$verdict ($s s): $fault" >&2
+}
+
+gtest() { "$T/$1" --gtest_filter="$2" --gtest_brief=1; }
+
+# A crash loop: inference 0 killed -9 each time it comes back; the 5th crash
+# in 10 minutes ends the run with exit 1 and names the role's log.
+crash_loop() {
+  local base=$((17000 + $$ % 400 * 8))
+  "$BIN" up --local --config "$ROOT/configs/bench_cpu.yaml" --set env.num_envs=2 \
+    --set rl.duration_s=600 --set cluster.base_port=$base \
+    --set run.out_dir="$WORK" --set run.name=loop >"$WORK/up.out" 2>"$WORK/up.err" &
+  local up=$!
+  local killed=0 seen=""
+  for _ in $(seq 1 600); do
+    sleep 0.5
+    kill -0 $up 2>/dev/null || break
+    local pid
+    pid=$(grep -oE "inference 0 (serving on [^ ]+ |restarted )\(pid [0-9]+" "$WORK/up.out" |
+      tail -1 | grep -oE "[0-9]+$")
+    if [ -n "$pid" ] && [ "$pid" != "$seen" ]; then
+      kill -9 "$pid" 2>/dev/null && killed=$((killed + 1))
+      seen=$pid
+    fi
+  done
+  wait $up
+  local rc=$?
+  echo "killed $killed times; up exited $rc"
+  cat "$WORK/up.err"
+  [ $rc -eq 1 ] && grep -q "keeps crashing" "$WORK/up.err" &&
+    grep -q "logs/inference_0.log" "$WORK/up.err"
+}
+
+# A key that does not match its certificate: `serve learner` exits 2 naming
+# cluster.tls_key before it listens.
+tls_mismatch() {
+  openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/other.key" \
+    -out "$WORK/other.crt" -days 1 -subj /CN=other >/dev/null 2>&1 || return 1
+  "$BIN" serve learner --listen 127.0.0.1:0 --config "$ROOT/configs/bench_cpu.yaml" \
+    --set run.out_dir="$WORK" --set run.name=tls \
+    --set cluster.tls_cert="$ROOT/tests/deploy/tls/tls.crt" \
+    --set cluster.tls_key="$WORK/other.key" \
+    --set cluster.tls_ca="$ROOT/tests/deploy/tls/ca.crt"
+  local rc=$?
+  echo "exit $rc"
+  [ $rc -eq 2 ]
+}
+
+row "learner restarted below the version its servers hold (rl.resume=never)" \
+  "versions advance above it within 30 s" \
+  gtest local_cluster_test '*FreshLearnerUnderRunningServers*'
+row "learner exits 0 (rl.max_steps) / exits 2 (config) under up --local" \
+  "the run ends 0 / 2, no restart" gtest local_cluster_test '*CleanExitEndsTheRun*'
+row "a role that keeps crashing (inference killed -9 on every start)" \
+  "up stops (exit 1) naming the log" crash_loop
+row "a role alive but silent (SIGSTOP)" "killed and restarted; training goes on" \
+  gtest local_cluster_test '*AliveButSilent*'
+row "two writers on one run folder" "the second exits 2 naming the holder; nothing torn" \
+  gtest resume_test '*SecondWriter*'
+row "power loss after a commit (unsynced data dropped)" "resume from one that verifies" \
+  gtest checkpoint_store_test '*PowerLoss*:*PruneKeepsWhole*'
+row "a checkpoint that verifies but does not load" "set aside; the one before resumed" \
+  gtest resume_test '*DoesNotLoad*'
+row "every checkpoint rejected" "exit 2, nothing moved; no silent fresh start" \
+  gtest resume_test '*AllFail*'
+row "a chain of parked streams of bad segments; more than the cap" \
+  "walked in a loop (no stack overflow); past 1024 RESOURCE_EXHAUSTED" \
+  gtest learner_service_test '*Parked*'
+row "a client that never reads its replies; an oversized message; roster flood" \
+  "memory bounded; RESOURCE_EXHAUSTED, server serves on" gtest peer_limits_test '*'
+row "127.example.org and address lists with the token in plaintext" "refused" \
+  gtest tls_test '*Loopback*:*TokenTransport*'
+row "slowloris clients on /metrics" "scrapes answered at once" \
+  gtest prometheus_endpoint_test '*SlowClients*'
+row "a key that does not match its certificate" "exit 2 naming cluster.tls_key" \
+  tls_mismatch
+row "expired or not yet valid certificate" "config error naming the key" \
+  gtest tls_test '*Expired*:*KeyThatDoesNotMatch*'
+row "fuzzed observations, notices, heartbeats (seed corpus)" "no crash; documented codes" \
+  "$BUILD/tests/fuzz/peer_messages_fuzz" "$ROOT/tests/fuzz/corpus/peer_messages"
+row "down --local with a stale up.pid naming another process" "nothing signalled" \
+  gtest local_cluster_test '*StaleUpPid*'
+
+echo
+echo "| fault or attack | expected | result | s | run |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${ROWS[@]}"
+exit $FAILED
