@@ -62,6 +62,24 @@ std::vector<std::string> Command(std::vector<std::string> verb,
   return verb;
 }
 
+// A small run under `up --local` (bench_cpu, 2 envs a worker, one rollout
+// per step, 900 s) named `name` in `dir`, its ports from `base`, and `sets`
+// (KEY=VALUE) on top.
+std::vector<std::string> UpConfig(const testutil::TestDir& dir, int base,
+                                  const std::string& name,
+                                  const std::vector<std::string>& sets) {
+  std::vector<std::string> c = {
+      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
+      "--set",    "env.num_envs=2",
+      "--set",    "rl.rollouts_per_step=1",
+      "--set",    "rl.duration_s=900",
+      "--set",    "cluster.base_port=" + std::to_string(base),
+      "--set",    "run.out_dir=" + dir.path(),
+      "--set",    "run.name=" + name};
+  for (const std::string& kv : sets) c.insert(c.end(), {"--set", kv});
+  return c;
+}
+
 // The configuration of the two-rank run; its learner ranks start at `base`.
 std::vector<std::string> DataParallelConfig(const testutil::TestDir& dir,
                                             int base) {
@@ -162,15 +180,8 @@ TEST(UpLocal, KilledRolloutWorkerIsRestartedAndTrainingGoesOn) {
   // Below the ephemeral range (32768-60999), where any outgoing connection
   // may hold a port (a CI run once lost a learner port that way).
   const int base = 20000 + static_cast<int>(getpid() % 500) * 8;
-  const std::vector<std::string> config = {
-      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
-      "--set",    "env.num_envs=2",
-      "--set",    "rl.rollouts_per_step=1",
-      "--set",    "rl.duration_s=900",
-      "--set",    "cluster.rollout_workers=2",
-      "--set",    "cluster.base_port=" + std::to_string(base),
-      "--set",    "run.out_dir=" + dir.path(),
-      "--set",    "run.name=up"};
+  const std::vector<std::string> config =
+      UpConfig(dir, base, "up", {"cluster.rollout_workers=2"});
   std::vector<std::string> up_args = {"up", "--local"};
   up_args.insert(up_args.end(), config.begin(), config.end());
   RoleProcess up(RLVLA3_BINARY, up_args, {}, dir.File("up"));
@@ -259,15 +270,7 @@ TEST(UpLocal, TheLearnersCleanExitEndsTheRunAndExitTwoIsFinal) {
   const testutil::TestDir dir;
   const int base = 28000 + static_cast<int>(getpid() % 400) * 8;
   auto config = [&](const std::string& name, const std::string& key) {
-    return std::vector<std::string>{
-        "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
-        "--set",    "env.num_envs=2",
-        "--set",    "rl.rollouts_per_step=1",
-        "--set",    "rl.duration_s=900",
-        "--set",    key,
-        "--set",    "cluster.base_port=" + std::to_string(base),
-        "--set",    "run.out_dir=" + dir.path(),
-        "--set",    "run.name=" + name};
+    return UpConfig(dir, base, name, {key});
   };
   RoleProcess done(RLVLA3_BINARY,
                    Command({"up", "--local"}, config("done", "rl.max_steps=3")),
@@ -298,15 +301,8 @@ TEST(UpLocal, TheLearnersCleanExitEndsTheRunAndExitTwoIsFinal) {
 TEST(UpLocal, AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
   const testutil::TestDir dir;
   const int base = 16000 + static_cast<int>(getpid() % 500) * 8;
-  const std::vector<std::string> config = {
-      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
-      "--set",    "env.num_envs=2",
-      "--set",    "rl.rollouts_per_step=1",
-      "--set",    "rl.duration_s=900",
-      "--set",    "rl.resume=never",
-      "--set",    "cluster.base_port=" + std::to_string(base),
-      "--set",    "run.out_dir=" + dir.path(),
-      "--set",    "run.name=fresh"};
+  const std::vector<std::string> config =
+      UpConfig(dir, base, "fresh", {"rl.resume=never"});
   RoleProcess up(RLVLA3_BINARY, Command({"up", "--local"}, config), {},
                  dir.File("up"));
   ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
@@ -341,17 +337,10 @@ TEST(UpLocal, AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
 TEST(UpLocal, ARoleAliveButSilentIsKilledAndRestarted) {
   const testutil::TestDir dir;
   const int base = 12000 + static_cast<int>(getpid() % 500) * 8;
-  const std::vector<std::string> config = {
-      "--config", RLVLA3_SOURCE_DIR "/configs/bench_cpu.yaml",
-      "--set",    "env.num_envs=2",
-      "--set",    "rl.rollouts_per_step=1",
-      "--set",    "rl.duration_s=900",
-      "--set",    "cluster.rollout_workers=2",
-      "--set",    "cluster.role_timeout_s=1",
-      "--set",    "cluster.liveness_timeouts=3",
-      "--set",    "cluster.base_port=" + std::to_string(base),
-      "--set",    "run.out_dir=" + dir.path(),
-      "--set",    "run.name=live"};
+  const std::vector<std::string> config =
+      UpConfig(dir, base, "live",
+               {"cluster.rollout_workers=2", "cluster.role_timeout_s=1",
+                "cluster.liveness_timeouts=3"});
   RoleProcess up(RLVLA3_BINARY, Command({"up", "--local"}, config), {},
                  dir.File("up"));
   ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
