@@ -73,6 +73,10 @@ def slowloris_and_scrape(port, result):
                 body += chunk
         ok = b"rlvla3_" in body
         result["scrapes"].append((time.time() - t) if ok else None)
+    except ConnectionRefusedError:
+        # The learner is not running (killed, restarting): no endpoint to
+        # hold, counted apart from a scrape left unanswered.
+        result["down"] += 1
     except OSError:
         result["scrapes"].append(None)
     finally:
@@ -149,7 +153,7 @@ def main():
                  "rollout 0": a.stop_rollout_every}
     every = {"learner": a.learner_every, "inference 0": a.inference_every,
              "rollout 0": a.stop_rollout_every}
-    attacks = {"scrapes": [], "bad_sent": []}
+    attacks = {"scrapes": [], "bad_sent": [], "down": 0}
     stop_attacks = threading.Event()
     attack = threading.Thread(target=attacker, args=(a, stop_attacks, attacks),
                               daemon=True)
@@ -236,7 +240,8 @@ def main():
     ok = ok and len(answered) == len(attacks["scrapes"])
     print(f"\nattacks: {len(attacks['scrapes'])} rounds of 20 slowloris "
           f"connections on /metrics + a scrape: {len(answered)} answered, "
-          f"slowest {max(answered) if answered else 0:.3f} s; "
+          f"slowest {max(answered) if answered else 0:.3f} s "
+          f"({attacks['down']} more found the learner down); "
           f"bad observations per never-reading stream: "
           f"{min(attacks['bad_sent'], default=0)}-"
           f"{max(attacks['bad_sent'], default=0)}"
