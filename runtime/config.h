@@ -265,7 +265,7 @@ struct ClusterConfig {
   // concurrent streams per connection, replies queued on one observation
   // stream before its reads pause, roles the learner's roster keeps.
   int64_t max_message_mb = 0;
-  int64_t max_streams_per_connection = 100;
+  int64_t max_streams_per_connection = 2048;
   int64_t max_queued_replies = 1024;
   int64_t max_roster_roles = 1024;
   // `up --local`'s liveness probe: a role process alive but answering no

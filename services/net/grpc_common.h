@@ -58,7 +58,10 @@ struct NetOptions {
   // What this process's server takes (0: max_message_bytes): a role that
   // receives only small messages refuses a large one before buffering it.
   int64_t server_max_receive_bytes = 0;
-  int max_concurrent_streams = 100;  // per connection, on the server
+  // Calls one connection may hold open on the server (a rollout worker's
+  // segment streams parked at a full learner included: the learner parks up
+  // to 1024).
+  int max_concurrent_streams = 2048;
   absl::Duration keepalive = absl::Seconds(10);
   absl::Duration keepalive_timeout = absl::Seconds(10);
   absl::Duration call_timeout = absl::Seconds(10);  // unary calls, connects
