@@ -30,7 +30,7 @@ row() {  # row "fault" "expected" command...
   echo "$verdict ($s s): $fault" >&2
 }
 
-gtest() { "$T/$1" --gtest_filter="$2" --gtest_brief=1; }
+gtest() { "$T/$1" --gtest_filter="$2" --gtest_brief=1 --gtest_also_run_disabled_tests; }
 
 # A crash loop: inference 0 killed -9 each time it comes back; the 5th crash
 # in 10 minutes ends the run with exit 1 and names the role's log.
