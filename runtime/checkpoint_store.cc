@@ -231,7 +231,27 @@ absl::StatusOr<std::string> CheckpointStore::Commit(uint64_t version) const {
   fs::rename(partial, complete, ec);
   if (ec) return FsError("renaming into place", partial, ec);
   if (absl::Status s = Sync(dir_); !s.ok()) return s;
+  NoteWhole(version, true);
   return complete;
+}
+
+bool CheckpointStore::KnownWhole(const CheckpointInfo& c) const {
+  {
+    std::lock_guard<std::mutex> lock(whole_->mu);
+    if (whole_->versions.count(c.version) > 0) return true;
+  }
+  const bool whole = Verify(c.path).ok();
+  NoteWhole(c.version, whole);
+  return whole;
+}
+
+void CheckpointStore::NoteWhole(uint64_t version, bool whole) const {
+  std::lock_guard<std::mutex> lock(whole_->mu);
+  if (whole) {
+    whole_->versions.insert(version);
+  } else {
+    whole_->versions.erase(version);
+  }
 }
 
 void CheckpointStore::Abandon(uint64_t version) const {
@@ -249,9 +269,10 @@ absl::Status CheckpointStore::Prune(int keep) const {
     int whole = 0;
     for (const CheckpointInfo& c : all) {
       if (whole < keep) {
-        whole += Verify(c.path).ok();
+        whole += KnownWhole(c);
         continue;
       }
+      NoteWhole(c.version, false);
       if (absl::Status s = RemoveCheckpointFolder(dir_, c); !s.ok()) return s;
     }
   }
@@ -278,6 +299,7 @@ absl::Status CheckpointStore::RemovePartials() const {
 }
 
 absl::Status CheckpointStore::Reject(const CheckpointInfo& c) const {
+  NoteWhole(c.version, false);
   const std::string to = absl::StrCat(dir_, "/", kRejected, c.version);
   std::error_code ec;
   fs::remove_all(to, ec);
@@ -296,6 +318,10 @@ absl::Status CheckpointStore::Reject(const CheckpointInfo& c) const {
 }
 
 absl::Status CheckpointStore::Clear() const {
+  {
+    std::lock_guard<std::mutex> lock(whole_->mu);
+    whole_->versions.clear();
+  }
   std::error_code ec;
   for (const char* prefix : {kComplete, kPartial, kDeleting}) {
     for (const CheckpointInfo& c : FoldersNamed(dir_, prefix)) {

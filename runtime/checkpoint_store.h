@@ -33,9 +33,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -77,7 +81,9 @@ class CheckpointStore {
   void Abandon(uint64_t version) const;
   // Keeps the newest `keep` checkpoints that verify (keep <= 0: all) and
   // whatever is newer than them; removes older complete ones, and staging
-  // folders of versions below the newest complete one.
+  // folders of versions below the newest complete one. A checkpoint this
+  // store committed, or verified once, counts as whole without hashing it
+  // again (Prune runs on the learner thread after every commit).
   absl::Status Prune(int keep) const;
   // Removes every staging folder (a writer starting; none is writing).
   absl::Status RemovePartials() const;
@@ -112,8 +118,17 @@ class CheckpointStore {
   // fsync(2) of `path`, then the observer.
   absl::Status Sync(const std::string& path) const;
 
+  // Versions committed or verified whole by this store (and its copies).
+  struct Whole {
+    std::mutex mu;
+    std::set<uint64_t> versions ABSL_GUARDED_BY(mu);
+  };
+  bool KnownWhole(const CheckpointInfo& c) const;
+  void NoteWhole(uint64_t version, bool whole) const;
+
   std::string dir_;
   SyncObserver synced_;
+  std::shared_ptr<Whole> whole_ = std::make_shared<Whole>();
 };
 
 // The 64-bit content hash MANIFEST records (word-wise multiply-xorshift).

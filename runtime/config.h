@@ -214,7 +214,10 @@ struct RlConfig {
   // > 0: RL starts with every action dimension at this sampling temperature
   // (replacing the init checkpoint's learned ones); 0 keeps them.
   double init_action_temperature = 0.0;
-  int64_t max_policy_lag = 1;   // versions rollout may run ahead of the learner
+  int64_t max_policy_lag = 1;  // versions rollout may run ahead of the learner
+  // A learner with no segment and nothing to train this long asks the
+  // rollout workers to admit one more quota (units lost on the way; 0: off).
+  double starved_after_s = 10;
   int64_t execute_steps = 4;    // chunk steps executed per decision
   int64_t grpo_group_size = 4;  // G episodes per initial state (GRPO)
   // Initial states training draws from: init_state_first ..

@@ -105,6 +105,12 @@ void DescribeRlOptimizer(Config* c, ConfigSchema* s) {
 void DescribeRlRun(Config* c, ConfigSchema* s) {
   s->Int("rl.max_policy_lag", &c->rl.max_policy_lag, {0, 1000},
          "versions rollout may run ahead of the learner");
+  s->Real("rl.starved_after_s", &c->rl.starved_after_s,
+          {0.0, false, 1e6, false},
+          "seconds a learner with no segment and nothing to train waits "
+          "before it asks the rollout workers to admit one more quota of "
+          "units each (units lost on the way: a broken stream, dropped "
+          "versions; 0: never)");
   s->Int("rl.execute_steps", &c->rl.execute_steps, {1, 64},
          "chunk steps executed per decision");
   s->Int("rl.grpo_group_size", &c->rl.grpo_group_size, {2, 1024},

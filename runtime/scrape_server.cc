@@ -129,14 +129,12 @@ struct ScrapeServer::Impl {
 
   void CloseExpired() {
     const int64_t now = SteadyNowNs();
-    while (!open.empty()) {
-      auto it = std::find_if(
-          open.begin(), open.end(),
-          [&](const Connection& c) { return c.deadline_ns <= now; });
-      if (it == open.end()) return;
-      close(it->fd);
-      open.erase(it);
-    }
+    auto expired = [&](const Connection& c) {
+      if (c.deadline_ns > now) return false;
+      close(c.fd);
+      return true;
+    };
+    open.erase(std::remove_if(open.begin(), open.end(), expired), open.end());
   }
 
   int PollTimeoutMs() const {

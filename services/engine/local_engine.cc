@@ -95,6 +95,9 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::Create(
       io, &m.observations, &m.weights, &m.metrics, &m.timeline);
   RolloutWorker* w = m.rollout.get();
   m.weights.Subscribe([w](uint64_t v) { w->OnPolicyVersion(v); });
+  // One process, one learner incarnation: its starvation reaches the gate
+  // on the learner thread (as its versions do).
+  m.learner->SetStarvedHook([w](uint64_t n) { w->OnLearnerStarved(1, n); });
   m.request_depth = &m.metrics.gauge("queue_request_depth");
   m.segment_depth = &m.metrics.gauge("queue_trajectory_depth");
   m.trained = &m.metrics.counter("trained_samples");

@@ -26,6 +26,7 @@ struct Learner::Metrics {
   Counter* kl_stops = nullptr;     // updates ended by rl.kl_stop
   Counter* refills = nullptr;      // global batches carried over (GRPO refill)
   Counter* grpo_groups = nullptr;  // GRPO groups completed
+  Counter* starved = nullptr;      // see Learner::starved
   // Per PPO epoch: clip_fraction.epoch_<k>, approx_kl.epoch_<k> (KL(prox ||
   // theta), k3 estimator).
   std::vector<Gauge*> epoch_clip, epoch_kl;
@@ -70,6 +71,7 @@ struct Learner::Metrics {
     ref_kl = &r.gauge("ref_kl");  // KL(current || start) per token
     kl_stops = &r.counter("kl_stops");
     refills = &r.counter("refills");
+    starved = &r.counter("learner_starved");
     for (int k = 1; k <= epochs; ++k) {
       epoch_clip.push_back(&r.gauge(absl::StrCat("clip_fraction.epoch_", k)));
       epoch_kl.push_back(&r.gauge(absl::StrCat("approx_kl.epoch_", k)));
@@ -225,6 +227,36 @@ void Learner::GoAboveHeldVersion() {
   Publish();
 }
 
+void Learner::SetStarvedHook(std::function<void(uint64_t)> hook) {
+  starved_hook_ = std::move(hook);
+}
+
+void Learner::CheckStarved() {
+  if (options_.starved_after <= absl::ZeroDuration()) return;
+  const int64_t now = SteadyNowNs();
+  if (now - last_fed_ns_ < absl::ToInt64Nanoseconds(options_.starved_after)) {
+    return;
+  }
+  last_fed_ns_ = now;
+  const uint64_t n = starved_.fetch_add(1) + 1;
+  m_->starved->Add();
+  spdlog::warn(
+      "learner: no segment for {} and {} of the batch's {} units in hand "
+      "({} trained, {} ready{}): units were lost on the way (a broken "
+      "stream, samples of dropped versions) or no rollout worker runs; "
+      "asking the rollout workers to admit one more quota each (starved {} "
+      "time(s); rl.starved_after_s)",
+      absl::FormatDuration(options_.starved_after),
+      core_->batch_units_done() + core_->ready_units(), core_->global_units(),
+      core_->batch_units_done(), core_->ready_units(),
+      core_->waiting_episodes() > 0
+          ? absl::StrCat(", ", core_->waiting_episodes(),
+                         " episodes in groups not yet whole")
+          : "",
+      n);
+  if (starved_hook_) starved_hook_(n);
+}
+
 void Learner::ReleaseConsumed() {
   for (RolloutSegment* s : core_->TakeConsumed()) segments_->Release(s);
 }
@@ -256,6 +288,7 @@ absl::Status Learner::Loop() {
   const int64_t global_units = core_->global_units();
   std::vector<RolloutSegment*> buf(64);
   last_step_ns_ = SteadyNowNs();
+  last_fed_ns_ = last_step_ns_;
   for (;;) {
     GoAboveHeldVersion();
     // Wait for segments (learner idle time).
@@ -274,6 +307,7 @@ absl::Status Learner::Loop() {
     }
     if (n > 0) {
       const int64_t now = SteadyNowNs();
+      last_fed_ns_ = now;
       std::vector<RolloutSegment*> got(buf.begin(), buf.begin() + n);
       for (RolloutSegment* seg : got)
         m_->trajectory_dwell_ms->Observe((now - seg->enqueue_ns) / 1e6);
@@ -286,12 +320,14 @@ absl::Status Learner::Loop() {
     // Sync wiring: the whole rollout first, then train.
     if (options_.whole_batch && core_->ready_units() < global_units) {
       ReleaseConsumed();
+      CheckStarved();
       continue;
     }
     while (options_.whole_batch ? core_->CanTrain() : core_->ShouldTrain()) {
       const int64_t t0 = SteadyNowNs();
       core_->TrainMicroBatch();
       const int64_t t1 = SteadyNowNs();
+      last_fed_ns_ = t1;
       m_->stage->AddBusy(std::chrono::nanoseconds(t1 - t0));
       timeline_->Record(StageInterval::kLearnerUpdate, t0, t1);
       if (!core_->ReadyToStep()) continue;
@@ -306,6 +342,7 @@ absl::Status Learner::Loop() {
       if (on_step_) on_step_(st);
       Publish();
       if (absl::Status s = checkpoints_->AfterStep(); !s.ok()) return s;
+      last_fed_ns_ = SteadyNowNs();  // a long step or checkpoint is no hunger
       // rl.max_steps counts the run's steps, a resumed learner's included.
       if (options_.max_steps > 0 &&
           static_cast<int64_t>(m_->steps->value()) + steps_before_.load() >=
@@ -314,6 +351,7 @@ absl::Status Learner::Loop() {
       }
     }
     ReleaseConsumed();
+    CheckStarved();
   }
 }
 

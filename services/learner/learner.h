@@ -29,6 +29,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "policies/text_tokenizer.h"
 #include "policies/trainable_policy.h"
 #include "runtime/channels/segment_channel.h"
@@ -47,6 +48,9 @@ struct LearnerRoleOptions {
   bool whole_batch = false;   // sync wiring: train once the batch is complete
   int nice = 0;               // the learner thread's nice value (> 0: lower)
   int64_t max_steps = 0;      // done() after this many optimizer steps
+  // No segment arrived and nothing was trained this long: the learner is
+  // starved (see starved()); zero: never.
+  absl::Duration starved_after = absl::Seconds(10);
   // Data-parallel: this process is one rank (not owned; null: alone). Only
   // rank 0 publishes weights; the ranks join before the first step.
   GradientReducer* reducer = nullptr;
@@ -89,6 +93,15 @@ class Learner {
   // versions, so below it the cluster would stall. Alone only: a
   // data-parallel group's ranks keep one version, so there it is logged.
   void SetHeldVersionSource(std::function<uint64_t()> held);
+  // Times the learner was starved: its batch incomplete, no segment for
+  // options.starved_after while the rollout workers' admission budget
+  // assumed every unit it admitted would arrive (units lost on the way: a
+  // broken stream, samples of dropped versions, a GRPO group short of a
+  // member). The rollout workers hear it (heartbeat replies, or `hook` on
+  // the learner thread, set before Start) and admit one more quota each
+  // (AdmissionGate::TopUp): without it neither side moves again.
+  uint64_t starved() const { return starved_.load(); }
+  void SetStarvedHook(std::function<void(uint64_t starved)> hook);
   void Stop() { threads_.Stop(); }
   bool stopping() const { return threads_.stopping(); }
   absl::Status Wait() { return threads_.Wait(); }
@@ -112,6 +125,8 @@ class Learner {
   // SetHeldVersionSource's jump, checked between batches.
   void GoAboveHeldVersion();
   void RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1);
+  // Counts a starvation once options.starved_after passed since last_fed_ns_.
+  void CheckStarved();
 
   LearnerRoleOptions options_;
   std::unique_ptr<LearnerCore> core_;
@@ -128,6 +143,9 @@ class Learner {
   mutable std::mutex mu_;
   std::vector<int64_t> lag_hist_ ABSL_GUARDED_BY(mu_);
   int64_t last_step_ns_ = 0;
+  int64_t last_fed_ns_ = 0;  // a segment arrived or a micro-batch trained
+  std::atomic<uint64_t> starved_{0};
+  std::function<void(uint64_t)> starved_hook_;
   std::atomic<int64_t> steps_before_{0};  // steps restored (checkpoint)
 
   struct Metrics;

@@ -237,6 +237,8 @@ class LearnerCore {
   int64_t waiting_episodes() const { return intake_.waiting_episodes(); }
   // Units (samples for PPO, episode ends for GRPO) ready to train.
   int64_t ready_units() const { return intake_.ready_units(); }
+  // Units of the current global batch trained so far (PPO's epochs: taken).
+  int64_t batch_units_done() const { return units_trained_; }
   // Whether to train now: a full micro-batch is ready, or enough to finish
   // the current global batch.
   bool ShouldTrain() const;

@@ -14,7 +14,12 @@ RosterService::RosterService(const NetOptions& net, absl::Duration timeout,
                              int max_roles)
     : net_(net),
       timeout_(timeout),
-      max_roles_(static_cast<size_t>(std::max(1, max_roles))) {}
+      max_roles_(static_cast<size_t>(std::max(1, max_roles))),
+      incarnation_(static_cast<uint64_t>(absl::GetCurrentTimeNanos())) {}
+
+void RosterService::SetStarvedSource(std::function<uint64_t()> starved) {
+  starved_ = std::move(starved);
+}
 
 bool RosterService::MakeRoom(const std::string& address) {
   if (entries_.size() < max_roles_ || entries_.count(address) > 0) return true;
@@ -27,7 +32,7 @@ bool RosterService::MakeRoom(const std::string& address) {
 
 grpc::ServerUnaryReactor* RosterService::Heartbeat(
     grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* request,
-    v1::HeartbeatReply*) {
+    v1::HeartbeatReply* reply) {
   auto* r = ctx->DefaultReactor();
   if (grpc::Status s = CheckToken(ctx, net_); !s.ok()) {
     r->Finish(s);
@@ -51,6 +56,8 @@ grpc::ServerUnaryReactor* RosterService::Heartbeat(
     e.last = absl::Now();
     e.status = request->status();
   }
+  reply->set_learner_incarnation(incarnation_);
+  if (starved_) reply->set_learner_starved(starved_());
   r->Finish(grpc::Status::OK);
   return r;
 }
@@ -144,6 +151,9 @@ void HeartbeatSender::Run() {
                    options_.learner);
     }
     failing = !s.ok();
+    if (s.ok() && options_.on_reply) {
+      options_.on_reply(reply.learner_incarnation(), reply.learner_starved());
+    }
     lock.lock();
     cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.period),
                  [&] { return stop_; });

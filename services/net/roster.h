@@ -48,6 +48,9 @@ class RosterService final : public v1::Roster::CallbackService {
   grpc::ServerUnaryReactor* ListRoles(grpc::CallbackServerContext* ctx,
                                       const v1::StatusRequest* request,
                                       v1::RoleRoster* reply) override;
+  // What every heartbeat reply says of the learner (Learner::starved); set
+  // once, before serving. Unset: nothing.
+  void SetStarvedSource(std::function<uint64_t()> starved);
   // The roster now (also for the learner's own progress line).
   v1::RoleRoster Snapshot() const;
 
@@ -59,6 +62,9 @@ class RosterService final : public v1::Roster::CallbackService {
   const NetOptions net_;
   const absl::Duration timeout_;
   const size_t max_roles_;
+  // Names this learner process in replies (its start, in ns since the epoch).
+  const uint64_t incarnation_;
+  std::function<uint64_t()> starved_;
   // Forgets roles silent 10 x timeout_; whether `address` may now join.
   bool MakeRoom(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   mutable std::mutex mu_;
@@ -73,6 +79,9 @@ struct HeartbeatOptions {
   std::string learner;  // host:port of the learner (its Roster service)
   std::string address;  // where this role serves
   absl::Duration period = absl::Seconds(1);
+  // Each reply's learner incarnation and starvation count (rollout workers:
+  // RolloutWorker::OnLearnerStarved); on the sender's thread.
+  std::function<void(uint64_t incarnation, uint64_t starved)> on_reply;
 };
 
 class HeartbeatSender {

@@ -239,6 +239,7 @@ LearnerRoleOptions LearnerRoleOptionsOf(const Config& c, const EngineSizes& z,
   l.text_len = i.text_len;
   l.nice = static_cast<int>(c.threads.learner_nice);
   l.max_steps = c.rl.max_steps;
+  l.starved_after = absl::Seconds(c.rl.starved_after_s);
   // Checkpoints (their folder is the caller's: the run folder) and what a
   // resumed run restores besides the weights.
   l.checkpoints.every_versions = c.rl.checkpoint_every;

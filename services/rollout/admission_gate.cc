@@ -13,11 +13,13 @@ AdmissionGate::AdmissionGate(int num_envs, int64_t quota,
   parked_at_ns_.assign(static_cast<size_t>(num_envs), 0);
 }
 
+int64_t AdmissionGate::Budget() const {
+  return (static_cast<int64_t>(version_) + 1 + max_lag_ + topped_up_) * quota_;
+}
+
 bool AdmissionGate::TryAdmit(int env, int64_t unit) {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t budget =
-      (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
-  if (unit < budget) return true;
+  if (unit < Budget()) return true;
   parked_unit_[static_cast<size_t>(env)] = unit;
   parked_at_ns_[static_cast<size_t>(env)] = SteadyNowNs();
   ++parked_count_;
@@ -26,12 +28,9 @@ bool AdmissionGate::TryAdmit(int env, int64_t unit) {
   return false;
 }
 
-std::vector<int> AdmissionGate::Advance(uint64_t version, int64_t* parked_ns) {
+std::vector<int> AdmissionGate::AdmitParked(int64_t* parked_ns) {
   std::vector<int> out;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (version > version_) version_ = version;
-  const int64_t budget =
-      (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
+  const int64_t budget = Budget();
   const int64_t now = SteadyNowNs();
   for (size_t e = 0; e < parked_unit_.size(); ++e) {
     if (parked_unit_[e] >= 0 && parked_unit_[e] < budget) {
@@ -43,6 +42,25 @@ std::vector<int> AdmissionGate::Advance(uint64_t version, int64_t* parked_ns) {
   }
   if (listener_ && !out.empty()) listener_(out, false);
   return out;
+}
+
+std::vector<int> AdmissionGate::Advance(uint64_t version, int64_t* parked_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (version > version_) version_ = version;
+  return AdmitParked(parked_ns);
+}
+
+std::vector<int> AdmissionGate::TopUp(int64_t quotas, int64_t* parked_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (quotas > 0) topped_up_ += quotas;
+  return AdmitParked(parked_ns);
+}
+
+std::vector<int> AdmissionGate::TopUpIfStarved(uint64_t incarnation,
+                                               uint64_t starved,
+                                               int64_t* parked_ns) {
+  if (!starved_.New(incarnation, starved) || parked() == 0) return {};
+  return TopUp(1, parked_ns);
 }
 
 std::vector<int> AdmissionGate::ReleaseAll() {
@@ -61,7 +79,12 @@ std::vector<int> AdmissionGate::ReleaseAll() {
 
 int64_t AdmissionGate::budget() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return (static_cast<int64_t>(version_) + 1 + max_lag_) * quota_;
+  return Budget();
+}
+
+int64_t AdmissionGate::topped_up_quotas() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return topped_up_;
 }
 
 int AdmissionGate::parked() const {

@@ -11,6 +11,13 @@
 // it hears them in is the order they happened in (a sync barrier in another
 // process needs that order; see ObservationChannel::NoteParked).
 //
+// The budget assumes every admitted unit reaches the learner. Units lost on
+// the way (a broken segment stream, samples of versions a restarted learner
+// dropped, a GRPO group that lost a member) leave the learner short of its
+// batch while every env is parked: neither moves again. TopUp (called when
+// the learner says it is starved, see Learner::starved) adds one
+// quota to every env's budget for good.
+//
 // Example:
 //   AdmissionGate gate(num_envs, /*quota=*/16, /*max_policy_lag=*/1);
 //   if (gate.TryAdmit(env, decisions_taken)) Submit(env);  // else parked
@@ -26,6 +33,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/types/span.h"
+#include "services/rollout/starved_notices.h"
 
 namespace rlvla3 {
 
@@ -45,10 +53,19 @@ class AdmissionGate {
   // units are admitted too: the caller resumes them without asking again).
   // With `parked_ns`, adds the time those envs spent parked, summed.
   std::vector<int> Advance(uint64_t version, int64_t* parked_ns = nullptr);
+  // One more quota per env, `quotas` times (the learner was starved: units
+  // were lost on the way); returns the parked envs now admitted, as Advance.
+  std::vector<int> TopUp(int64_t quotas, int64_t* parked_ns = nullptr);
+  // One TopUp(1) when `starved` of learner `incarnation` is news
+  // (StarvedNotices) and an env is parked (with none parked the envs are
+  // moving and need none); else none.
+  std::vector<int> TopUpIfStarved(uint64_t incarnation, uint64_t starved,
+                                  int64_t* parked_ns = nullptr);
   // Releases every parked env regardless of budget (shutdown).
   std::vector<int> ReleaseAll();
 
   int64_t budget() const;  // units each env may take at the current version
+  int64_t topped_up_quotas() const;
   int parked() const;
   uint64_t parks() const;  // times an env was parked
 
@@ -56,11 +73,17 @@ class AdmissionGate {
   const int64_t quota_;
   const int64_t max_lag_;
   const Listener listener_;
+  StarvedNotices starved_;
   mutable std::mutex mu_;
   uint64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t topped_up_ ABSL_GUARDED_BY(mu_) = 0;  // quotas added by TopUp
   std::vector<int64_t> parked_unit_ ABSL_GUARDED_BY(mu_);   // -1: not parked
   std::vector<int64_t> parked_at_ns_ ABSL_GUARDED_BY(mu_);  // SteadyNowNs
   int parked_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t Budget() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admits the parked envs within the budget (Advance and TopUp).
+  std::vector<int> AdmitParked(int64_t* parked_ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint64_t parks_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

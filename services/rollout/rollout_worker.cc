@@ -1,5 +1,7 @@
 #include "services/rollout/rollout_worker.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -11,44 +13,9 @@
 #include "envs/task.h"
 #include "runtime/steady_clock.h"
 #include "services/rollout/admission_gate.h"
+#include "services/rollout/env_cursor.h"
 
 namespace rlvla3 {
-namespace {
-
-constexpr int kMaxChunk = 64;  // policy.chunk's upper bound in the schema
-
-// What the worker knows about one env between decisions. Touched by one
-// thread at a time: the env thread that stepped it, the thread delivering its
-// action reply, or the publisher releasing it from the gate; the channels
-// between them order the accesses.
-struct EnvCursor {
-  RolloutSegment* seg = nullptr;
-  int slot = -1;           // decision in flight (slot in seg), -1: none
-  int chunk_pos = 0;       // chunk steps executed of the decision in flight
-  int64_t decisions = 0;   // decisions submitted (PPO admission unit)
-  int64_t episodes = 0;    // episodes admitted (GRPO admission unit)
-  int64_t resets = 0;      // PPO: episodes begun (their initial states)
-  int64_t segments = 0;    // segments emitted
-  bool resetting = false;  // a reset was requested; next ready is its obs
-  float episode_return = 0;
-  bool episode_fresh = true;         // no decision of this episode inferred yet
-  uint64_t episode_version = 0;      // behaviour version of its first decision
-  uint64_t episode_start_frame = 0;  // env frames (all envs) when it began
-  uint64_t env_frames = 0;           // this env's own frames so far
-  uint64_t episode_start_env_frame = 0;
-  int64_t submit_ns = 0;
-  int task = 0;
-  float actions[kMaxChunk * kActionDim] = {};
-};
-
-uint64_t Mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
 
 struct RolloutWorker::Impl {
   RolloutWorkerOptions options;
@@ -166,6 +133,13 @@ struct RolloutWorker::Impl {
       }
     }
     Submit(env);
+  }
+
+  // Parked envs the gate admitted again (parked that long in all).
+  void Resume(const std::vector<int>& envs, int64_t parked_ns) {
+    for (int env : envs) Submit(env);
+    parked_us->Add(static_cast<uint64_t>(parked_ns / 1000));
+    parked->Set(gate->parked());
   }
 
   void Submit(int env) {
@@ -447,9 +421,25 @@ void RolloutWorker::OnPolicyVersion(uint64_t version) {
   // The gate counts policy versions of this run.
   const uint64_t steps = version - std::min(version, m.options.base_version);
   int64_t parked_ns = 0;
-  for (int env : m.gate->Advance(steps, &parked_ns)) m.Submit(env);
-  m.parked_us->Add(static_cast<uint64_t>(parked_ns / 1000));
-  m.parked->Set(m.gate->parked());
+  m.Resume(m.gate->Advance(steps, &parked_ns), parked_ns);
+}
+
+void RolloutWorker::OnLearnerStarved(uint64_t incarnation, uint64_t starved) {
+  Impl& m = *impl_;
+  int64_t parked_ns = 0;
+  const std::vector<int> envs =
+      m.gate->TopUpIfStarved(incarnation, starved, &parked_ns);
+  if (!envs.empty()) {
+    spdlog::warn(
+        "rollout: the learner was starved ({} time(s)): one more "
+        "quota per env; {} parked env(s) resume",
+        starved, envs.size());
+  }
+  m.Resume(envs, parked_ns);
+}
+
+int64_t RolloutWorker::top_ups() const {
+  return impl_->gate->topped_up_quotas();
 }
 
 void RolloutWorker::Stop() {

@@ -95,6 +95,12 @@ class RolloutWorker {
   // The policy reached `version`: parked envs whose budget opened resume.
   // Called on the publisher's thread; does not block.
   void OnPolicyVersion(uint64_t version);
+  // The learner `incarnation` (its process) was starved `starved` times
+  // (Learner::starved). A new count with envs parked tops the gate up by one
+  // quota (AdmissionGate::TopUp); with none parked the envs are moving and
+  // need none. Any thread; does not block.
+  void OnLearnerStarved(uint64_t incarnation, uint64_t starved);
+  int64_t top_ups() const;  // quotas the learner's starvation added
   // Stops the env threads (idempotent); pending steps are dropped.
   void Stop();
   // The first error of the worker's run path (OK while healthy, and after a

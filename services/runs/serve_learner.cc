@@ -136,6 +136,7 @@ int ServeLearner(const ServeFlags& f, RoleSetup& s) {
   ReportStatus(&service, &metrics, &learner, &rate);
   RosterService roster(s.net, absl::Seconds(s.timings.role_timeout_s),
                        s.limits.max_roster_roles);
+  roster.SetStarvedSource([&learner] { return learner.starved(); });
   absl::StatusOr<std::unique_ptr<RoleServer>> server =
       StartRoleServer(f.listen, s, s.limits.learner_receive_bytes,
                       {service.service(), &roster});

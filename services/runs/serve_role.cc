@@ -68,10 +68,12 @@ std::string Announce(const char* role, const std::string& listen, int port) {
 // Heartbeats of a role to the learner's roster.
 absl::StatusOr<std::unique_ptr<HeartbeatSender>> StartHeartbeats(
     const RoleSetup& s, const ServeFlags& f, const std::string& address,
-    std::function<void(v1::RoleStatus*)> fill) {
+    std::function<void(v1::RoleStatus*)> fill,
+    std::function<void(uint64_t, uint64_t)> on_reply) {
   return HeartbeatSender::Start(
-      {f.learner, address, absl::Seconds(s.timings.heartbeat_s)}, s.net,
-      std::move(fill));
+      {f.learner, address, absl::Seconds(s.timings.heartbeat_s),
+       std::move(on_reply)},
+      s.net, std::move(fill));
 }
 
 absl::StatusOr<std::unique_ptr<PrometheusEndpoint>> ServeMetrics(

@@ -42,10 +42,12 @@ absl::StatusOr<std::unique_ptr<RoleServer>> StartRoleServer(
     const std::vector<grpc::Service*>& services);
 // Prints "ROLE: serving on HOST:PORT" and returns that address.
 std::string Announce(const char* role, const std::string& listen, int port);
-// Heartbeats of a role to the learner's roster.
+// Heartbeats of a role to the learner's roster; `on_reply` hears what each
+// reply says of the learner (HeartbeatOptions::on_reply).
 absl::StatusOr<std::unique_ptr<HeartbeatSender>> StartHeartbeats(
     const RoleSetup& s, const ServeFlags& f, const std::string& address,
-    std::function<void(v1::RoleStatus*)> fill);
+    std::function<void(v1::RoleStatus*)> fill,
+    std::function<void(uint64_t, uint64_t)> on_reply = nullptr);
 // The role's /metrics endpoint (labels: role, and `index` when not empty: a
 // learner's rank, a rollout's worker) when metrics.prometheus_port is set;
 // else nullptr. An address in use is an error.

@@ -222,8 +222,10 @@ int ServeRollout(const ServeFlags& f, RoleSetup& s) {
   if (!server.ok()) return FailRole("rollout", server.status());
   w->Start();
   const std::string address = Announce("rollout", f.listen, (*server)->port());
-  absl::StatusOr<std::unique_ptr<HeartbeatSender>> heartbeats =
-      StartHeartbeats(s, f, address, fill_status);
+  absl::StatusOr<std::unique_ptr<HeartbeatSender>> heartbeats = StartHeartbeats(
+      s, f, address, fill_status, [w](uint64_t incarnation, uint64_t starved) {
+        w->OnLearnerStarved(incarnation, starved);
+      });
   absl::Status failure = heartbeats.status();
   auto check = [&] {
     for (const absl::Status& st :

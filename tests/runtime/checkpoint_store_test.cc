@@ -325,9 +325,12 @@ TEST(CheckpointStore, APowerLossAfterACommitLeavesACheckpointThatVerifies) {
 // use).
 TEST(CheckpointStore, PruneKeepsWholeCheckpointsBehindTornNewerOnes) {
   const testutil::TestDir dir;
+  {
+    const CheckpointStore before(dir.path());  // the process that tore them
+    for (uint64_t v : {1, 2, 3, 4})
+      ASSERT_FALSE(WriteCheckpoint(before, v).empty());
+  }
   const CheckpointStore store(dir.path());
-  for (uint64_t v : {1, 2, 3, 4})
-    ASSERT_FALSE(WriteCheckpoint(store, v).empty());
   fs::resize_file(store.CompletePath(3) + "/model.safetensors", 10);
   fs::resize_file(store.CompletePath(4) + "/model.safetensors", 10);
   ASSERT_TRUE(store.Prune(2).ok());
@@ -342,6 +345,25 @@ TEST(CheckpointStore, PruneKeepsWholeCheckpointsBehindTornNewerOnes) {
   left.clear();
   for (const CheckpointInfo& c : store.List()) left.push_back(c.version);
   EXPECT_EQ(left, (std::vector<uint64_t>{5, 4, 3, 2}));
+}
+
+// Prune runs on the learner thread after every commit: what this store
+// committed (or verified once) is not hashed again. A file changed behind
+// its back afterwards is not seen by it, and is by a new store (a restart),
+// which verifies.
+TEST(CheckpointStore, PruneHashesWhatItCommittedNoMore) {
+  const testutil::TestDir dir;
+  const CheckpointStore store(dir.path());
+  for (uint64_t v : {1, 2, 3}) ASSERT_FALSE(WriteCheckpoint(store, v).empty());
+  fs::resize_file(store.CompletePath(3) + "/model.safetensors", 10);
+  ASSERT_TRUE(store.Prune(2).ok());
+  std::vector<uint64_t> left;
+  for (const CheckpointInfo& c : store.List()) left.push_back(c.version);
+  EXPECT_EQ(left, (std::vector<uint64_t>{3, 2}));  // 3 not hashed again
+  ASSERT_TRUE(CheckpointStore(dir.path()).Prune(1).ok());
+  left.clear();
+  for (const CheckpointInfo& c : store.List()) left.push_back(c.version);
+  EXPECT_EQ(left, (std::vector<uint64_t>{3, 2}));  // 3 hashed: torn
 }
 
 }  // namespace

@@ -56,5 +56,44 @@ TEST(AdmissionGate, AdvanceReportsHowLongTheReleasedEnvsWereParked) {
   EXPECT_EQ(parked_ns, 0);
 }
 
+// Units lost on the way leave every env parked at a version that never
+// advances; a top-up (the learner starved) adds one quota to every env's
+// budget for good, and later versions add theirs on top of it.
+TEST(AdmissionGate, ATopUpAddsOneQuotaForGoodWithoutAVersion) {
+  AdmissionGate gate(2, /*quota=*/4, /*max_policy_lag=*/1);
+  EXPECT_FALSE(gate.TryAdmit(0, 8));
+  EXPECT_FALSE(gate.TryAdmit(1, 8));
+  EXPECT_TRUE(gate.Advance(0).empty());  // the version stands still
+  std::vector<int> r = gate.TopUp(1);
+  std::sort(r.begin(), r.end());
+  EXPECT_EQ(r, (std::vector<int>{0, 1}));
+  EXPECT_EQ(gate.budget(), 12);
+  EXPECT_EQ(gate.topped_up_quotas(), 1);
+  EXPECT_FALSE(gate.TryAdmit(0, 12));
+  EXPECT_EQ(gate.Advance(1), std::vector<int>{0});
+  EXPECT_EQ(gate.budget(), 16);
+  EXPECT_TRUE(gate.TopUp(0).empty());
+  EXPECT_EQ(gate.budget(), 16);
+}
+
+// What the learner's heartbeat replies say: a count heard again, or heard
+// while no env is parked (the envs are moving), tops up nothing; a higher
+// count does, once; a restarted learner (another incarnation) counts from
+// zero and its first count is news however low.
+TEST(AdmissionGate, OnlyANewStarvationWithEnvsParkedTopsUp) {
+  AdmissionGate gate(1, /*quota=*/2, /*max_policy_lag=*/0);
+  EXPECT_TRUE(gate.TopUpIfStarved(7, 1).empty());  // none parked
+  EXPECT_EQ(gate.topped_up_quotas(), 0);
+  EXPECT_FALSE(gate.TryAdmit(0, 2));
+  EXPECT_TRUE(gate.TopUpIfStarved(7, 1).empty());  // heard already
+  EXPECT_EQ(gate.TopUpIfStarved(7, 2), std::vector<int>{0});
+  EXPECT_FALSE(gate.TryAdmit(0, 4));
+  EXPECT_TRUE(gate.TopUpIfStarved(7, 2).empty());
+  EXPECT_TRUE(gate.TopUpIfStarved(9, 0).empty());  // restarted, not starved
+  EXPECT_EQ(gate.TopUpIfStarved(9, 1), std::vector<int>{0});
+  EXPECT_EQ(gate.topped_up_quotas(), 2);
+  EXPECT_EQ(gate.budget(), 6);
+}
+
 }  // namespace
 }  // namespace rlvla3

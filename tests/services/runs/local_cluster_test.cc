@@ -317,17 +317,17 @@ void DownAndExpectCleanExit(const std::vector<std::string>& config,
 // rollout workers that kept running starts at a version below theirs: they
 // take only newer versions, so it must go on above what they hold (it did
 // not: version 1 was never sent, every segment was refused, and the run
-// stalled).
-// Disabled in the suite (run by scripts/fault_table.sh): 1 run in about 9
-// stalled after the jump (version 5, no segments trained, the rollout worker
-// alive at +0 frames after its second segment stream was replaced): issue
-// 49's open item, to be found before it runs in CI again.
-TEST(UpLocal,
-     DISABLED_AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
+// stalled). The units admitted for the versions it dropped, and those queued
+// on the worker's broken stream, are lost: with rl.max_policy_lag 0 there is
+// no slack, so the learner is starved until the worker tops its envs'
+// admission up (before the top-up, 1 run in about 9 stalled for good at
+// lag 1; with rl.starved_after_s=0, 1 run of 3 here did).
+TEST(UpLocal, AFreshLearnerUnderRunningServersGoesOnAboveTheirVersion) {
   const testutil::TestDir dir;
   const int base = 16000 + static_cast<int>(getpid() % 500) * 8;
-  const std::vector<std::string> config =
-      UpConfig(dir, base, "fresh", {"rl.resume=never"});
+  const std::vector<std::string> config = UpConfig(
+      dir, base, "fresh",
+      {"rl.resume=never", "rl.max_policy_lag=0", "rl.starved_after_s=2"});
   RoleProcess up(RLVLA3_BINARY, Command({"up", "--local"}, config), {},
                  dir.File("up"));
   ASSERT_TRUE(up.WaitFor("roles running", 180)) << up.Stdout() << up.Log();
