@@ -30,7 +30,15 @@ row() {  # row "fault" "expected" command...
   echo "$verdict ($s s): $fault" >&2
 }
 
-gtest() { "$T/$1" --gtest_filter="$2" --gtest_brief=1 --gtest_also_run_disabled_tests; }
+gtest() { "$T/$1" --gtest_filter="$2" --gtest_brief=1; }
+
+# Units lost on the way: the learner counts itself starved, its heartbeat
+# replies say so, and a worker's gate tops up (the jump row above shows it
+# end to end).
+starved_top_up() {
+  gtest learner_starved_test '*' && gtest admission_gate_test '*TopUp*' &&
+    gtest roster_test '*'
+}
 
 # A crash loop: inference 0 killed -9 each time it comes back; the 5th crash
 # in 10 minutes ends the run with exit 1 and names the role's log.
@@ -78,6 +86,9 @@ tls_mismatch() {
 row "learner restarted below the version its servers hold (rl.resume=never)" \
   "versions advance above it within 30 s" \
   gtest local_cluster_test '*FreshLearnerUnderRunningServers*'
+row "units lost on the way (learner short of its batch, every env parked)" \
+  "the learner says it is starved; the workers top admission up" \
+  starved_top_up
 row "learner exits 0 (rl.max_steps) / exits 2 (config) under up --local" \
   "the run ends 0 / 2, no restart" gtest local_cluster_test '*CleanExitEndsTheRun*'
 row "a role that keeps crashing (inference killed -9 on every start)" \
