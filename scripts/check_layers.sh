@@ -4,6 +4,7 @@
 #   runtime/                        the ground: runtime/ only (not its channels)
 #   runtime/channels                the three queue levels: runtime/ and themselves
 #   envs/, policies/                runtime/ and themselves (not each other)
+#   envs/demos                      demonstration files: runtime/ and envs/
 #   services/{rollout,inference,learner}   the roles: the floors below, themselves
 #   services/engine                 the roles wired in one process
 #   services/net, services/kube     the network and deploy layers: below + themselves
@@ -24,6 +25,7 @@ declare -A allowed=(
   [runtime]="runtime/"
   [runtime/channels]="runtime/"
   [envs]="runtime/ envs/"
+  [envs/demos]="runtime/ envs/"
   [policies]="runtime/ policies/"
   [services/rollout]="runtime/ envs/ policies/ services/rollout/"
   [services/inference]="runtime/ policies/ services/inference/"
@@ -40,8 +42,8 @@ project='^(runtime|envs|policies|services)/'
 # A floor's own files only: a sub-folder that is a floor of its own
 # (runtime/channels) is checked with its own rule, and its parent may not
 # include it.
-declare -A denied=([runtime]="runtime/channels/")
-declare -A skip_dirs=([runtime]="channels")
+declare -A denied=([runtime]="runtime/channels/" [envs]="envs/demos/")
+declare -A skip_dirs=([runtime]="channels" [envs]="demos")
 
 bad=0
 for folder in "${!allowed[@]}"; do

@@ -27,6 +27,8 @@ PACKAGES=(
   prometheus-cpp-dev openssl
   # TLS files checked at load (OpenSSL's libcrypto)
   libssl-dev
+  # demonstrations in LIBERO/robomimic HDF5 (envs/demos); h5py reads them back in tests
+  libhdf5-dev python3-h5py
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # tooling used by tests (TorchScript export, report rendering check)
