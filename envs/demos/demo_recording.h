@@ -49,6 +49,7 @@ struct DemoRecording {
   std::vector<DemoProprioEntry> proprio;
   int64_t action_size = 7;
   std::vector<DemoEpisode> episodes;
+  int64_t attempts = 0;  // episodes the recorder ran, kept or not
 };
 
 }  // namespace rlvla3

@@ -169,7 +169,8 @@ absl::Status WriteLiberoHdf5(const DemoRecording& r, const std::string& path) {
   }
   for (absl::Status s : {f->SetString(kData, "env_name", r.env_name),
                          f->SetString(kData, "env_args", r.env_args),
-                         f->SetInt(kData, "total", total)}) {
+                         f->SetInt(kData, "total", total),
+                         f->SetInt(kData, "attempts", r.attempts)}) {
     if (!s.ok()) return s;
   }
   return absl::OkStatus();
@@ -192,6 +193,8 @@ absl::StatusOr<DemoRecording> ReadLiberoHdf5(const std::string& path,
     if (!e.ok()) return e.status();
     r.episodes.push_back(*std::move(e));
   }
+  r.attempts = f->GetInt(kData, "attempts")
+                   .value_or(static_cast<int64_t>(r.episodes.size()));
   return r;
 }
 

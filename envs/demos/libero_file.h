@@ -3,7 +3,8 @@
 // Demonstrations in the HDF5 layout LIBERO and robomimic share, which the
 // field's tools (h5py, robomimic, LIBERO's loaders) read:
 //
-//   /data                       attrs: env_name, env_args (JSON), total
+//   /data                       attrs: env_name, env_args (JSON), total,
+//                                      attempts (episodes run, kept or not)
 //   /data/demo_N                attrs: num_samples, task, instruction, init_id
 //   /data/demo_N/obs/<cam>_rgb  uint8   [T, H, W, 3]
 //   /data/demo_N/obs/<entry>    float64 [T, size]   (ee_pos, ee_ori, ...)

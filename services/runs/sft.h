@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "envs/demos/demo_recording.h"
 #include "envs/manipulation_env.h"
 #include "policies/policy.h"
 #include "policies/text_tokenizer.h"
@@ -68,9 +69,28 @@ struct SftResult {
   std::string checkpoint;
 };
 
-// Runs the experts until every task has demos_per_task successful episodes.
+// Runs the experts until every task has demos_per_task successful episodes,
+// and records them as the env saw them (cameras agentview and eye_in_hand,
+// LIBERO's proprio entries, the experts' clean actions).
+absl::StatusOr<DemoRecording> CollectDemoRecording(
+    const DemoOptions& o, const std::vector<TaskSpec>& tasks);
+// The samples SFT clones from a recording (the experts', or a LIBERO-format
+// file's): each step's frames and its next `chunk` actions as tokens. Its
+// cameras must be agentview and a wrist camera (wrist or eye_in_hand) of
+// height x width, its proprio 8 values and its actions 7-D; each episode's
+// task one of `tasks`. Errors name `origin` and both sides.
+absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
+                                             const std::vector<TaskSpec>& tasks,
+                                             int width, int height,
+                                             const std::string& origin);
+// CollectDemoRecording, then DemoSetFromRecording.
 absl::StatusOr<DemoSet> CollectDemonstrations(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks);
+// `rl-vla3 demos export`: the experts' recording, one LIBERO-format file per
+// task, DIR/<task>_demo.hdf5; returns the files written.
+absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
+    const DemoOptions& o, const std::vector<TaskSpec>& tasks,
+    const std::string& dir);
 
 // Rollouts of `policy` from initial states first_init .. first_init +
 // episodes - 1 of each task: greedy (most likely token per dimension) or

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "envs/demos/demo_recording.h"
 #include "envs/env_pool.h"
 #include "envs/scripted_expert.h"
 #include "envs/task.h"
@@ -67,18 +68,23 @@ class DemoCollector {
         noise_std_(static_cast<float>(o.noise)),
         episodes_(static_cast<size_t>(pool->num_envs())),
         have_(tasks.size(), 0) {
-    d_.width = o.env.image_width;
-    d_.height = o.env.image_height;
-    d_.chunk = o.chunk;
+    const int64_t h = o.env.image_height, w = o.env.image_width;
+    r_.env_name = "rl-vla3";
+    r_.env_args = absl::StrCat(R"({"env_name": "rl-vla3", "type": 1, )",
+                               R"("env_kwargs": {"camera_heights": )", h,
+                               R"(, "camera_widths": )", w, "}}");
+    r_.cameras = {{"agentview", h, w}, {"eye_in_hand", h, w}};
+    r_.proprio = {{"ee_pos", 3}, {"ee_ori", 3}, {"gripper_states", 2}};
+    r_.action_size = kActionDim;
     for (const auto& t : tasks) {
-      d_.task_names.push_back(t.name);
-      d_.instructions.push_back(t.instruction);
+      task_names_.push_back(t.name);
+      instructions_.push_back(t.instruction);
     }
     for (int i = 0; i < pool->num_envs(); ++i)
       noise_rng_.emplace_back(o.seed + static_cast<uint64_t>(i));
   }
 
-  absl::StatusOr<DemoSet> Collect() {
+  absl::StatusOr<DemoRecording> Collect() {
     for (int i = 0; i < pool_->num_envs(); ++i) {
       const ManipulationEnv* env = pool_->manipulation_env(i);
       if (env == nullptr) {
@@ -105,14 +111,15 @@ class DemoCollector {
       }
       if (absl::Status s = pool_->Send(send, actions); !s.ok()) return s;
     }
-    return std::move(d_);
+    return std::move(r_);
   }
 
  private:
   struct Episode {
     std::vector<uint8_t> agentview, wrist;
-    std::vector<float> proprio, actions;
+    std::vector<float> proprio, actions, rewards;
     int steps = 0;
+    int init_id = 0;
   };
 
   bool Done() const {
@@ -125,10 +132,13 @@ class DemoCollector {
   void Step(int id, float* a) {
     const EnvState& s = pool_->state(id);
     Episode& ep = episodes_[static_cast<size_t>(id)];
+    // The reward of the step before (the action recorded last).
+    if (ep.steps > 0 && s.step > 0) ep.rewards.push_back(s.result.reward);
     if (s.result.done || s.result.truncated) {
-      ++d_.attempts;
+      ++r_.attempts;
       const int task = id % n_tasks_;
-      if (s.result.success && have_[task] < o_.demos_per_task) {
+      if (s.result.success && have_[task] < o_.demos_per_task &&
+          static_cast<int>(ep.rewards.size()) == ep.steps) {
         ++have_[task];
         Keep(ep, task);
       }
@@ -137,6 +147,7 @@ class DemoCollector {
     }
     if (s.step == 0) {
       ep = Episode{};
+      ep.init_id = s.init_id;
       experts_[static_cast<size_t>(id)].Reset();
     }
     experts_[static_cast<size_t>(id)].Act(*pool_->manipulation_env(id), a);
@@ -154,34 +165,35 @@ class DemoCollector {
     }
   }
 
-  // A successful episode into the set: each step's frames and its action
-  // chunk (the steps from it on, the last repeated), as tokens.
-  void Keep(const Episode& ep, int task) {
-    ++d_.episodes;
-    d_.episode_task.push_back(task);
-    d_.episode_steps.push_back(ep.steps);
+  // A successful episode into the recording, as the env saw it: its frames,
+  // proprio split into LIBERO's entries, the experts' clean actions.
+  void Keep(Episode& ep, int task) {
+    DemoEpisode e;
+    e.task = task_names_[static_cast<size_t>(task)];
+    e.instruction = instructions_[static_cast<size_t>(task)];
+    e.steps = ep.steps;
+    e.init_id = ep.init_id;
+    e.images = {std::move(ep.agentview), std::move(ep.wrist)};
+    e.proprio.resize(3);
     for (int t = 0; t < ep.steps; ++t) {
-      d_.task.push_back(task);
-      for (int k = 0; k < d_.chunk; ++k) {
-        const int src = std::min(t + k, ep.steps - 1);
-        for (int j = 0; j < kActionDim; ++j) {
-          d_.action_tokens.push_back(
-              act_tok_.Encode(ep.actions[src * kActionDim + j]));
-        }
-      }
+      const float* p = ep.proprio.data() + t * kProprioDim;
+      e.proprio[0].insert(e.proprio[0].end(), p, p + 3);
+      e.proprio[1].insert(e.proprio[1].end(), p + 3, p + 6);
+      e.proprio[2].insert(e.proprio[2].end(), p + 6, p + kProprioDim);
     }
-    d_.agentview.insert(d_.agentview.end(), ep.agentview.begin(),
-                        ep.agentview.end());
-    d_.wrist.insert(d_.wrist.end(), ep.wrist.begin(), ep.wrist.end());
-    d_.proprio.insert(d_.proprio.end(), ep.proprio.begin(), ep.proprio.end());
+    e.actions = std::move(ep.actions);
+    e.rewards = std::move(ep.rewards);
+    e.dones.assign(static_cast<size_t>(ep.steps), 0);
+    e.dones.back() = 1;
+    r_.episodes.push_back(std::move(e));
   }
 
   const DemoOptions o_;
   EnvPool* pool_;
   const int n_tasks_;
   const float noise_std_;
-  const ActionTokenizer act_tok_;
-  DemoSet d_;
+  DemoRecording r_;
+  std::vector<std::string> task_names_, instructions_;
   std::vector<Episode> episodes_;
   std::vector<ScriptedExpert> experts_;
   std::vector<std::mt19937_64> noise_rng_;
@@ -191,7 +203,7 @@ class DemoCollector {
 
 }  // namespace
 
-absl::StatusOr<DemoSet> CollectDemonstrations(
+absl::StatusOr<DemoRecording> CollectDemoRecording(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks) {
   absl::StatusOr<EnvPoolOptions> po = DemoPoolOptions(o, tasks);
   if (!po.ok()) return po.status();
@@ -199,6 +211,14 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
   if (!pool.ok()) return pool.status();
   DemoCollector collector(o, tasks, pool->get());
   return collector.Collect();
+}
+
+absl::StatusOr<DemoSet> CollectDemonstrations(
+    const DemoOptions& o, const std::vector<TaskSpec>& tasks) {
+  absl::StatusOr<DemoRecording> r = CollectDemoRecording(o, tasks);
+  if (!r.ok()) return r.status();
+  return DemoSetFromRecording(*r, o.chunk, tasks, o.env.image_width,
+                              o.env.image_height, "the experts");
 }
 
 }  // namespace rlvla3

@@ -23,6 +23,8 @@ constexpr char kUsage[] =
     "                 [--out run.gif|run.mp4]  record one episode\n"
     "  expert-eval    [--task NAME]... [--episodes N]\n"
     "                 scripted-expert success rate per task\n"
+    "  demos export   [--out DIR]  the experts' demonstrations as LIBERO/\n"
+    "                 robomimic HDF5, one file per task\n"
     "  sft            behaviour cloning of TinyVLA from the scripted experts\n"
     "  eval           --checkpoint DIR [--episodes N] [--task NAME]...\n"
     "                 [--actions greedy|sampled] [--first-init K]\n"
@@ -48,9 +50,9 @@ constexpr char kCommonFlags[] =
 // The table `rl-vla3 VERB` dispatches on, in the order of the usage text.
 std::vector<Verb> AllVerbs() {
   return {ConfigVerb(),     SelfCheckVerb(), RenderVerb(), RolloutVideoVerb(),
-          ExpertEvalVerb(), SftVerb(),       EvalVerb(),   TrainVerb(),
-          BenchVerb(),      ServeVerb(),     UpVerb(),     DownVerb(),
-          StatusVerb()};
+          ExpertEvalVerb(), DemosVerb(),     SftVerb(),    EvalVerb(),
+          TrainVerb(),      BenchVerb(),     ServeVerb(),  UpVerb(),
+          DownVerb(),       StatusVerb()};
 }
 
 const Verb* FindVerb(const std::vector<Verb>& verbs, const std::string& name) {

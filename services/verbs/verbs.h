@@ -19,6 +19,7 @@ Verb SelfCheckVerb();     // selfcheck_verb.cc
 Verb RenderVerb();        // render_verbs.cc
 Verb RolloutVideoVerb();  // render_verbs.cc
 Verb ExpertEvalVerb();    // expert_eval_verb.cc
+Verb DemosVerb();         // demos_verb.cc
 Verb SftVerb();           // sft_verb.cc
 Verb EvalVerb();          // eval_verb.cc
 Verb TrainVerb();         // train_verb.cc

@@ -27,6 +27,7 @@ DemoRecording Recording() {
   r.cameras = {{"agentview", 4, 6}, {"eye_in_hand", 4, 6}};
   r.proprio = {{"ee_pos", 3}, {"ee_ori", 3}, {"gripper_states", 2}};
   r.action_size = 7;
+  r.attempts = 3;
   for (int64_t steps : {3, 2}) {
     DemoEpisode e;
     e.task = "lift";
@@ -69,6 +70,7 @@ TEST(LiberoFile, WrittenAndReadBackUnchanged) {
   ASSERT_EQ(back->proprio.size(), 3u);
   EXPECT_EQ(back->proprio[2].size, 2);
   EXPECT_EQ(back->action_size, 7);
+  EXPECT_EQ(back->attempts, 3);
   ASSERT_EQ(back->episodes.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     const DemoEpisode& a = r.episodes[i];

@@ -1,0 +1,138 @@
+// What SFT clones, from a recording of demonstrations (the experts' or a
+// LIBERO-format file's), and the experts' recording exported as such files.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "envs/demos/libero_file.h"
+#include "policies/action_tokenizer.h"
+#include "services/runs/sft.h"
+
+namespace rlvla3 {
+namespace {
+
+// Index of the first camera named one of `names`, or -1.
+int CameraIndex(const DemoRecording& r,
+                std::initializer_list<const char*> names) {
+  for (size_t c = 0; c < r.cameras.size(); ++c) {
+    for (const char* n : names) {
+      if (r.cameras[c].name == n) return static_cast<int>(c);
+    }
+  }
+  return -1;
+}
+
+// The recording fits TinyVLA's inputs: two cameras of the run's image size,
+// 8 proprio values, 7-D actions.
+absl::Status CheckFits(const DemoRecording& r, int width, int height,
+                       const std::string& origin, int agent, int wrist) {
+  if (agent < 0 || wrist < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": needs cameras agentview and wrist (or eye_in_hand); ",
+        "it has ", r.cameras.size()));
+  }
+  for (int c : {agent, wrist}) {
+    const DemoCamera& cam = r.cameras[static_cast<size_t>(c)];
+    if (cam.height != height || cam.width != width) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": camera ", cam.name, " is ", cam.height, "x", cam.width,
+          "; the run's env.image_height x env.image_width is ", height, "x",
+          width));
+    }
+  }
+  int64_t proprio = 0;
+  for (const DemoProprioEntry& p : r.proprio) proprio += p.size;
+  if (proprio != kProprioDim || r.action_size != kActionDim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": proprio of ", proprio, " and actions of ", r.action_size,
+        "; the policy reads ", kProprioDim, " and acts on ", kActionDim));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
+                                             const std::vector<TaskSpec>& tasks,
+                                             int width, int height,
+                                             const std::string& origin) {
+  const int agent = CameraIndex(r, {"agentview"});
+  const int wrist = CameraIndex(r, {"wrist", "eye_in_hand"});
+  if (absl::Status s = CheckFits(r, width, height, origin, agent, wrist);
+      !s.ok()) {
+    return s;
+  }
+  DemoSet d;
+  d.width = width;
+  d.height = height;
+  d.chunk = chunk;
+  for (const TaskSpec& t : tasks) {
+    d.task_names.push_back(t.name);
+    d.instructions.push_back(t.instruction);
+  }
+  d.attempts = r.attempts;
+  const ActionTokenizer tok;
+  for (size_t i = 0; i < r.episodes.size(); ++i) {
+    const DemoEpisode& e = r.episodes[i];
+    int task = -1;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      if (tasks[t].name == e.task) task = static_cast<int>(t);
+    }
+    if (task < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": episode ", i, "'s task \"", e.task,
+                       "\" is not one of the run's (sft.tasks)"));
+    }
+    ++d.episodes;
+    d.episode_task.push_back(task);
+    d.episode_steps.push_back(static_cast<int32_t>(e.steps));
+    for (int64_t t = 0; t < e.steps; ++t) {
+      d.task.push_back(task);
+      for (int k = 0; k < chunk; ++k) {
+        const int64_t src = std::min<int64_t>(t + k, e.steps - 1);
+        for (int j = 0; j < kActionDim; ++j)
+          d.action_tokens.push_back(
+              tok.Encode(e.actions[src * kActionDim + j]));
+      }
+      for (size_t p = 0; p < r.proprio.size(); ++p) {
+        const int64_t n = r.proprio[p].size;
+        const float* v = e.proprio[p].data() + t * n;
+        d.proprio.insert(d.proprio.end(), v, v + n);
+      }
+    }
+    const auto& a = e.images[static_cast<size_t>(agent)];
+    const auto& w = e.images[static_cast<size_t>(wrist)];
+    d.agentview.insert(d.agentview.end(), a.begin(), a.end());
+    d.wrist.insert(d.wrist.end(), w.begin(), w.end());
+  }
+  return d;
+}
+
+absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
+    const DemoOptions& o, const std::vector<TaskSpec>& tasks,
+    const std::string& dir) {
+  absl::StatusOr<DemoRecording> all = CollectDemoRecording(o, tasks);
+  if (!all.ok()) return all.status();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat(dir, ": cannot create (", ec.message(), ")"));
+  }
+  std::vector<std::string> written;
+  for (const TaskSpec& t : tasks) {
+    DemoRecording one = *all;
+    one.episodes.clear();
+    for (const DemoEpisode& e : all->episodes) {
+      if (e.task == t.name) one.episodes.push_back(e);
+    }
+    const std::string path = absl::StrCat(
+        dir, "/", std::filesystem::path(t.name).stem().string(), "_demo.hdf5");
+    if (absl::Status s = WriteLiberoHdf5(one, path); !s.ok()) return s;
+    written.push_back(path);
+  }
+  return written;
+}
+
+}  // namespace rlvla3

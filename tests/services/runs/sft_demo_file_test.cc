@@ -1,0 +1,131 @@
+// SFT's demonstrations through a LIBERO-format file (issue 50, item 4): the
+// experts' recording written with `demos export`'s writer and read back
+// gives SFT exactly the samples the live experts give (frames, proprio,
+// chunked action tokens, tasks), so SFT from the file trains on the same
+// data; a recording of another shape or task is refused naming both sides.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "envs/demos/libero_file.h"
+#include "services/runs/sft.h"
+#include "tests/test_dir.h"
+
+namespace rlvla3 {
+namespace {
+
+Config OneTask() {
+  absl::StatusOr<Config> c = LoadConfig(
+      "", {"sft.tasks=lift_the_red_cube", "sft.demos_per_task=2",
+           "env.num_envs=1", "env.image_width=32", "env.image_height=32",
+           "policy.chunk=3", "threads.env_workers=1"});
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+void ExpectSame(const DemoSet& a, const DemoSet& b) {
+  EXPECT_EQ(a.size(), b.size());
+  EXPECT_EQ(a.episodes, b.episodes);
+  EXPECT_EQ(a.attempts, b.attempts);
+  EXPECT_EQ(a.agentview, b.agentview);
+  EXPECT_EQ(a.wrist, b.wrist);
+  EXPECT_EQ(a.proprio, b.proprio);
+  EXPECT_EQ(a.action_tokens, b.action_tokens);
+  EXPECT_EQ(a.task, b.task);
+  EXPECT_EQ(a.episode_steps, b.episode_steps);
+  EXPECT_EQ(a.instructions, b.instructions);
+}
+
+TEST(SftDemoFile, TheExportedFileClonesTheSameSamplesAsTheExperts) {
+  const testutil::TestDir dir;
+  const Config c = OneTask();
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  const DemoOptions o = DemoOptionsFromConfig(c);
+  absl::StatusOr<DemoRecording> rec = CollectDemoRecording(o, *tasks);
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  ASSERT_EQ(rec->episodes.size(), 2u);
+  for (const DemoEpisode& e : rec->episodes) {
+    EXPECT_EQ(e.rewards.size(), static_cast<size_t>(e.steps));
+    EXPECT_EQ(e.dones.back(), 1);
+    EXPECT_EQ(e.task, "lift_the_red_cube");
+  }
+  absl::StatusOr<DemoSet> live =
+      DemoSetFromRecording(*rec, o.chunk, *tasks, 32, 32, "the experts");
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_TRUE(WriteLiberoHdf5(*rec, dir.File("lift_demo.hdf5")).ok());
+  absl::StatusOr<DemoRecording> read =
+      ReadLiberoHdf5(dir.File("lift_demo.hdf5"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  absl::StatusOr<DemoSet> file = DemoSetFromRecording(
+      *read, o.chunk, *tasks, 32, 32, dir.File("lift_demo.hdf5"));
+  ASSERT_TRUE(file.ok()) << file.status();
+  ExpectSame(*live, *file);
+  // The collection as SFT has always run it gives the same samples.
+  absl::StatusOr<DemoSet> direct = CollectDemonstrations(o, *tasks);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  ExpectSame(*live, *direct);
+}
+
+TEST(SftDemoFile, ARecordingOfAnotherShapeOrTaskIsRefusedNamingBothSides) {
+  const Config c = OneTask();
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  DemoRecording r;
+  r.cameras = {{"agentview", 32, 32}, {"eye_in_hand", 32, 32}};
+  r.proprio = {{"ee_pos", 3}, {"ee_ori", 3}, {"gripper_states", 2}};
+  DemoEpisode e;
+  e.task = "lift_the_red_cube";
+  e.steps = 1;
+  e.images.assign(2, std::vector<uint8_t>(32 * 32 * 3, 0));
+  e.proprio = {{0, 0, 0}, {0, 0, 0}, {0, 0}};
+  e.actions.assign(7, 0.0f);
+  r.episodes = {e};
+  EXPECT_TRUE(DemoSetFromRecording(r, 3, *tasks, 32, 32, "f.hdf5").ok());
+  auto error = [&](const DemoRecording& bad) {
+    absl::StatusOr<DemoSet> d =
+        DemoSetFromRecording(bad, 3, *tasks, 32, 32, "f.hdf5");
+    return d.ok() ? std::string() : std::string(d.status().message());
+  };
+  DemoRecording big = r;
+  big.cameras[0].height = 64;
+  EXPECT_NE(error(big).find("f.hdf5: camera agentview is 64x32; the run's "
+                            "env.image_height x env.image_width is 32x32"),
+            std::string::npos)
+      << error(big);
+  DemoRecording one_cam = r;
+  one_cam.cameras.pop_back();
+  EXPECT_NE(error(one_cam).find("needs cameras agentview and wrist"),
+            std::string::npos);
+  DemoRecording six = r;
+  six.action_size = 6;
+  EXPECT_NE(error(six).find("actions of 6; the policy reads 8 and acts on 7"),
+            std::string::npos)
+      << error(six);
+  DemoRecording other = r;
+  other.episodes[0].task = "juggle";
+  EXPECT_NE(error(other).find("episode 0's task \"juggle\" is not one of the "
+                              "run's (sft.tasks)"),
+            std::string::npos)
+      << error(other);
+}
+
+TEST(SftDemoFile, ExportWritesOneLiberoFilePerTask) {
+  const testutil::TestDir dir;
+  Config c = OneTask();
+  c.sft.demos_per_task = 1;
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok());
+  absl::StatusOr<std::vector<std::string>> files =
+      ExportDemonstrations(DemoOptionsFromConfig(c), *tasks, dir.File("demos"));
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 1u);
+  EXPECT_EQ(files->front(), dir.File("demos") + "/lift_the_red_cube_demo.hdf5");
+  absl::StatusOr<DemoRecording> r = ReadLiberoHdf5(files->front());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->episodes.size(), 1u);
+  EXPECT_EQ(r->cameras[1].name, "eye_in_hand");
+}
+
+}  // namespace
+}  // namespace rlvla3
