@@ -229,6 +229,10 @@ void DescribeSft(Config* c, ConfigSchema* s) {
             "comma-separated task names (or task files), or all");
   s->Int("sft.demos_per_task", &c->sft.demos_per_task, {1, 100000},
          "successful expert episodes per task");
+  s->String("sft.demos", &c->sft.demos,
+            "a LIBERO/robomimic HDF5 file, or a folder of *.hdf5 files, to "
+            "train from instead of collecting from the experts (`rl-vla3 "
+            "demos export` writes them; \"\": the experts)");
   s->Real("sft.demo_noise", &c->sft.demo_noise, {0.0, false, 1.0, false},
           "std of the noise added to the expert's executed arm action (DART: "
           "the demos show recoveries; labels stay clean)");

@@ -156,6 +156,9 @@ struct LearnerConfig {
 struct SftConfig {
   std::string tasks = "all";    // comma-separated task names, or "all"
   int64_t demos_per_task = 20;  // successful expert episodes collected per task
+  // A LIBERO/robomimic HDF5 file, or a folder of *.hdf5 files, to train from
+  // instead of the experts ("": collect from the experts).
+  std::string demos = "";
   double demo_noise = 0.0;  // std of Gaussian noise on the executed arm action
                             // (DART); labels stay the expert's clean action
   int64_t epochs = 10;      // passes over the demonstrations

@@ -1,5 +1,9 @@
 #include "services/options/sft_options.h"
 
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
 #include "envs/task_file.h"
 #include "services/options/checkpoint_fit.h"
 #include "services/options/config_bridge.h"
@@ -34,12 +38,43 @@ DemoOptions DemoOptionsFromConfig(const Config& c) {
   return o;
 }
 
+namespace {
+
+// sft.demos: "" (the experts), a file, or a folder of *.hdf5 files (sorted).
+absl::StatusOr<std::vector<std::string>> DemoFiles(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return std::vector<std::string>{};
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return std::vector<std::string>{path};
+  if (!fs::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sft.demos: ", path, ": no such file or folder"));
+  }
+  std::vector<std::string> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".hdf5") {
+      files.push_back(e.path().string());
+    }
+  }
+  if (ec || files.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sft.demos: ", path, ": no *.hdf5 file in the folder"));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
 absl::StatusOr<SftOptions> SftOptionsFromConfig(const Config& c) {
   SftOptions o;
   absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
   if (!tasks.ok()) return tasks.status();
   o.tasks = *std::move(tasks);
   o.demos = DemoOptionsFromConfig(c);
+  absl::StatusOr<std::vector<std::string>> files = DemoFiles(c.sft.demos);
+  if (!files.ok()) return files.status();
+  o.demo_files = *std::move(files);
   CloningOptions& t = o.cloning;
   t.lr = c.sft.lr;
   t.weight_decay = c.sft.weight_decay;

@@ -57,6 +57,8 @@ struct CloningOptions {
 struct SftOptions {
   std::vector<TaskSpec> tasks;  // sft.tasks, resolved
   DemoOptions demos;
+  // sft.demos resolved: the HDF5 files to train from (empty: the experts).
+  std::vector<std::string> demo_files;
   CloningOptions cloning;
   EvalOptions eval;
   TinyVLAOptions policy;  // vocab_size: the demos' tokenizer's, set by RunSft

@@ -300,10 +300,18 @@ absl::StatusOr<SftResult> RunSft(
   torch::manual_seed(o.seed);
   SftResult result;
   const auto t0 = Clock::now();
-  progress(
-      absl::StrFormat("sft: collecting %d expert demos for each of %d tasks",
-                      o.demos.demos_per_task, o.tasks.size()));
-  absl::StatusOr<DemoSet> demos = CollectDemonstrations(o.demos, o.tasks);
+  progress(o.demo_files.empty()
+               ? absl::StrFormat(
+                     "sft: collecting %d expert demos for each of %d tasks",
+                     o.demos.demos_per_task, o.tasks.size())
+               : absl::StrFormat("sft: reading the demos of %d file(s)",
+                                 o.demo_files.size()));
+  absl::StatusOr<DemoSet> demos =
+      o.demo_files.empty()
+          ? CollectDemonstrations(o.demos, o.tasks)
+          : ReadDemonstrations(o.demo_files, o.demos.chunk, o.tasks,
+                               o.demos.env.image_width,
+                               o.demos.env.image_height);
   if (!demos.ok()) return demos.status();
   result.collect_s = SecondsSince(t0);
   result.demo_samples = static_cast<int64_t>(demos->size());

@@ -86,6 +86,12 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
 // CollectDemoRecording, then DemoSetFromRecording.
 absl::StatusOr<DemoSet> CollectDemonstrations(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks);
+// The samples SFT clones from LIBERO/robomimic HDF5 files (sft.demos): their
+// episodes together (every file of one layout: cameras, proprio entries,
+// action size), then DemoSetFromRecording. Errors name the file.
+absl::StatusOr<DemoSet> ReadDemonstrations(
+    const std::vector<std::string>& files, int chunk,
+    const std::vector<TaskSpec>& tasks, int width, int height);
 // `rl-vla3 demos export`: the experts' recording, one LIBERO-format file per
 // task, DIR/<task>_demo.hdf5; returns the files written.
 absl::StatusOr<std::vector<std::string>> ExportDemonstrations(

@@ -51,6 +51,27 @@ absl::Status CheckFits(const DemoRecording& r, int width, int height,
   return absl::OkStatus();
 }
 
+bool SameLayout(const DemoRecording& a, const DemoRecording& b) {
+  if (a.cameras.size() != b.cameras.size() ||
+      a.proprio.size() != b.proprio.size() || a.action_size != b.action_size) {
+    return false;
+  }
+  for (size_t c = 0; c < a.cameras.size(); ++c) {
+    if (a.cameras[c].name != b.cameras[c].name ||
+        a.cameras[c].height != b.cameras[c].height ||
+        a.cameras[c].width != b.cameras[c].width) {
+      return false;
+    }
+  }
+  for (size_t p = 0; p < a.proprio.size(); ++p) {
+    if (a.proprio[p].name != b.proprio[p].name ||
+        a.proprio[p].size != b.proprio[p].size) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
@@ -107,6 +128,32 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
     d.wrist.insert(d.wrist.end(), w.begin(), w.end());
   }
   return d;
+}
+
+absl::StatusOr<DemoSet> ReadDemonstrations(
+    const std::vector<std::string>& files, int chunk,
+    const std::vector<TaskSpec>& tasks, int width, int height) {
+  DemoRecording all;
+  for (const std::string& file : files) {
+    absl::StatusOr<DemoRecording> r = ReadLiberoHdf5(file);
+    if (!r.ok()) return r.status();
+    if (file == files.front()) {
+      all = *std::move(r);
+      continue;
+    }
+    if (!SameLayout(all, *r)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file, ": cameras, proprio entries or action size differ from ",
+          files.front(), "'s"));
+    }
+    all.attempts += r->attempts;
+    for (DemoEpisode& e : r->episodes) all.episodes.push_back(std::move(e));
+  }
+  return DemoSetFromRecording(
+      all, chunk, tasks, width, height,
+      files.size() == 1
+          ? files.front()
+          : absl::StrCat(files.size(), " files from ", files.front()));
 }
 
 absl::StatusOr<std::vector<std::string>> ExportDemonstrations(

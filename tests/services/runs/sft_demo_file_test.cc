@@ -127,5 +127,47 @@ TEST(SftDemoFile, ExportWritesOneLiberoFilePerTask) {
   EXPECT_EQ(r->cameras[1].name, "eye_in_hand");
 }
 
+// `rl-vla3 sft` with sft.demos naming the exported file trains as from the
+// live experts: the same samples, so the same optimizer steps and loss.
+TEST(SftDemoFile, SftFromTheExportedFileTrainsTheSameLossAsFromTheExperts) {
+  const testutil::TestDir dir;
+  absl::StatusOr<Config> c = LoadConfig(
+      "", {"sft.tasks=lift_the_red_cube", "sft.demos_per_task=2",
+           "env.num_envs=1", "env.image_width=32", "env.image_height=32",
+           "policy.chunk=3", "policy.d_model=32", "policy.layers=1",
+           "policy.grid=2", "policy.patch=8", "policy.stem_channels=8",
+           "threads.env_workers=1", "sft.epochs=2", "sft.batch_size=16",
+           "sft.eval_episodes=0", "metrics.progress=off"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  c->sft.checkpoint = dir.File("live");
+  absl::StatusOr<SftOptions> live = SftOptionsFromConfig(*c);
+  ASSERT_TRUE(live.ok()) << live.status();
+  absl::StatusOr<std::vector<std::string>> files =
+      ExportDemonstrations(live->demos, live->tasks, dir.File("demos"));
+  ASSERT_TRUE(files.ok()) << files.status();
+  auto quiet = [](const std::string&) {};
+  absl::StatusOr<SftResult> a = RunSft(*live, dir.path(), quiet);
+  ASSERT_TRUE(a.ok()) << a.status();
+
+  c->sft.demos = dir.File("demos");  // the folder: every *.hdf5 in it
+  c->sft.demos_per_task = 1;  // the experts would give 1 episode, the file 2
+  c->sft.checkpoint = dir.File("file");
+  absl::StatusOr<SftOptions> file = SftOptionsFromConfig(*c);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_EQ(file->demo_files, *files);
+  absl::StatusOr<SftResult> b = RunSft(*file, dir.path(), quiet);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->demo_samples, a->demo_samples);
+  EXPECT_EQ(b->demo_episodes, 2);
+  EXPECT_GT(a->optimizer_steps, 0);
+  EXPECT_EQ(b->optimizer_steps, a->optimizer_steps);
+  EXPECT_NEAR(b->final_loss, a->final_loss, 1e-5);
+
+  c->sft.demos = dir.File("nowhere");
+  EXPECT_NE(SftOptionsFromConfig(*c).status().message().find(
+                "sft.demos: " + dir.File("nowhere") + ": no such file"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace rlvla3
