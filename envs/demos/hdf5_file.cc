@@ -141,34 +141,32 @@ absl::Status Hdf5File::MakeGroups(const std::string& dataset) {
   return absl::OkStatus();
 }
 
-absl::Status Hdf5File::WriteFloats(const std::string& dataset,
-                                   const std::vector<int64_t>& shape,
-                                   const float* data) {
+absl::Status Hdf5File::Write(const std::string& dataset,
+                             const std::vector<int64_t>& shape,
+                             int64_t file_type, int64_t mem_type,
+                             const void* data) {
   QuietErrors quiet;
   if (absl::Status s = MakeGroups(dataset); !s.ok()) return s;
   Handle space = Space(shape);
-  Handle d(H5Dcreate2(id_, dataset.c_str(), H5T_IEEE_F64LE, space.get(),
-                      H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!d.ok() || H5Dwrite(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL,
-                          H5P_DEFAULT, data) < 0) {
+  Handle d(H5Dcreate2(id_, dataset.c_str(), file_type, space.get(), H5P_DEFAULT,
+                      H5P_DEFAULT, H5P_DEFAULT));
+  if (!d.ok() ||
+      H5Dwrite(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
     return Error(dataset, "cannot write");
   }
   return absl::OkStatus();
 }
 
+absl::Status Hdf5File::WriteFloats(const std::string& dataset,
+                                   const std::vector<int64_t>& shape,
+                                   const float* data) {
+  return Write(dataset, shape, H5T_IEEE_F64LE, H5T_NATIVE_FLOAT, data);
+}
+
 absl::Status Hdf5File::WriteBytes(const std::string& dataset,
                                   const std::vector<int64_t>& shape,
                                   const uint8_t* data) {
-  QuietErrors quiet;
-  if (absl::Status s = MakeGroups(dataset); !s.ok()) return s;
-  Handle space = Space(shape);
-  Handle d(H5Dcreate2(id_, dataset.c_str(), H5T_STD_U8LE, space.get(),
-                      H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-  if (!d.ok() || H5Dwrite(d.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL,
-                          H5P_DEFAULT, data) < 0) {
-    return Error(dataset, "cannot write");
-  }
-  return absl::OkStatus();
+  return Write(dataset, shape, H5T_STD_U8LE, H5T_NATIVE_UINT8, data);
 }
 
 absl::Status Hdf5File::SetString(const std::string& object,
@@ -245,41 +243,53 @@ absl::StatusOr<int64_t> Hdf5File::OpenChecked(
   return static_cast<int64_t>(d.release());
 }
 
-absl::StatusOr<std::vector<float>> Hdf5File::ReadFloats(
-    const std::string& dataset, const std::vector<int64_t>& shape,
-    std::vector<int64_t>* got) const {
+absl::Status Hdf5File::Read(const std::string& dataset, bool floats,
+                            const std::vector<int64_t>& shape, int64_t mem_type,
+                            const std::function<void*(int64_t)>& alloc,
+                            std::vector<int64_t>* got) const {
   QuietErrors quiet;
   std::vector<int64_t> dims;
-  absl::StatusOr<int64_t> id = OpenChecked(dataset, true, shape, &dims);
+  absl::StatusOr<int64_t> id = OpenChecked(dataset, floats, shape, &dims);
   if (!id.ok()) return id.status();
   Handle d(*id);
   int64_t n = 1;
   for (int64_t e : dims) n *= e;
-  std::vector<float> out(static_cast<size_t>(n));
-  if (n > 0 && H5Dread(d.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                       out.data()) < 0) {
+  void* out = alloc(n);
+  if (n > 0 &&
+      H5Dread(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
     return Error(dataset, "cannot read");
   }
   if (got != nullptr) *got = dims;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> Hdf5File::ReadFloats(
+    const std::string& dataset, const std::vector<int64_t>& shape,
+    std::vector<int64_t>* got) const {
+  std::vector<float> out;
+  absl::Status s = Read(
+      dataset, /*floats=*/true, shape, H5T_NATIVE_FLOAT,
+      [&](int64_t n) -> void* {
+        out.resize(static_cast<size_t>(n));
+        return out.data();
+      },
+      got);
+  if (!s.ok()) return s;
   return out;
 }
 
 absl::StatusOr<std::vector<uint8_t>> Hdf5File::ReadBytes(
     const std::string& dataset, const std::vector<int64_t>& shape,
     std::vector<int64_t>* got) const {
-  QuietErrors quiet;
-  std::vector<int64_t> dims;
-  absl::StatusOr<int64_t> id = OpenChecked(dataset, false, shape, &dims);
-  if (!id.ok()) return id.status();
-  Handle d(*id);
-  int64_t n = 1;
-  for (int64_t e : dims) n *= e;
-  std::vector<uint8_t> out(static_cast<size_t>(n));
-  if (n > 0 && H5Dread(d.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                       out.data()) < 0) {
-    return Error(dataset, "cannot read");
-  }
-  if (got != nullptr) *got = dims;
+  std::vector<uint8_t> out;
+  absl::Status s = Read(
+      dataset, /*floats=*/false, shape, H5T_NATIVE_UINT8,
+      [&](int64_t n) -> void* {
+        out.resize(static_cast<size_t>(n));
+        return out.data();
+      },
+      got);
+  if (!s.ok()) return s;
   return out;
 }
 

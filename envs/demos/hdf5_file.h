@@ -19,6 +19,7 @@
 #define RLVLA3_ENVS_DEMOS_HDF5_FILE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,16 @@ class Hdf5File {
   Hdf5File(std::string path, int64_t id) : path_(std::move(path)), id_(id) {}
   absl::Status Error(const std::string& object, const std::string& why) const;
   absl::Status MakeGroups(const std::string& dataset);
+  // Creates `dataset` of HDF5 type `file_type` from `data` of `mem_type`.
+  absl::Status Write(const std::string& dataset,
+                     const std::vector<int64_t>& shape, int64_t file_type,
+                     int64_t mem_type, const void* data);
+  // Reads `dataset` (checked as OpenChecked) as `mem_type` into the storage
+  // `alloc(elements)` returns; its extents into `got` when given.
+  absl::Status Read(const std::string& dataset, bool floats,
+                    const std::vector<int64_t>& shape, int64_t mem_type,
+                    const std::function<void*(int64_t)>& alloc,
+                    std::vector<int64_t>* got) const;
   // Opens `dataset`, checks its class and shape; its extents into `dims`.
   absl::StatusOr<int64_t> OpenChecked(const std::string& dataset, bool floats,
                                       const std::vector<int64_t>& shape,
