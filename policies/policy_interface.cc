@@ -128,7 +128,10 @@ absl::Status ParseInstruction(const json& i, const std::string& origin,
   return absl::OkStatus();
 }
 
-absl::Status ValidateAction(const ActionSpace& a, const std::string& origin) {
+}  // namespace
+
+absl::Status ValidateActionSpace(const ActionSpace& a,
+                                 const std::string& origin) {
   if (absl::Status s =
           InRange(origin, "action.size", a.size, 1, kMaxActionSize);
       !s.ok()) {
@@ -164,8 +167,6 @@ absl::Status ValidateAction(const ActionSpace& a, const std::string& origin) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::Status ValidatePolicyInterface(const PolicyInterface& p,
                                      const std::string& origin) {
   if (p.cameras.empty() ||
@@ -198,7 +199,7 @@ absl::Status ValidatePolicyInterface(const PolicyInterface& p,
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = ValidateAction(p.action, origin); !s.ok()) return s;
+  if (absl::Status s = ValidateActionSpace(p.action, origin); !s.ok()) return s;
   if (absl::Status s = InRange(origin, "chunk", p.chunk, 1, kMaxChunk);
       !s.ok()) {
     return s;

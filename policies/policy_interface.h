@@ -94,6 +94,9 @@ absl::StatusOr<PolicyInterface> ParsePolicyInterface(const std::string& json,
 // and the first field out of it.
 absl::Status ValidatePolicyInterface(const PolicyInterface& p,
                                      const std::string& origin);
+// The action space's part of ValidatePolicyInterface.
+absl::Status ValidateActionSpace(const ActionSpace& a,
+                                 const std::string& origin);
 // The declaration as JSON (per-dimension lists written whole).
 std::string PolicyInterfaceJson(const PolicyInterface& p);
 // TinyVLA's shape: cameras agentview and wrist of height x width, proprio 8,
