@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "policies/device.h"
 #include "policies/tiny_vla_policy.h"
+#include "runtime/text_file.h"
 
 namespace rlvla3 {
 
@@ -20,6 +21,70 @@ struct TorchScriptPolicy::Module {
 };
 
 TorchScriptPolicy::~TorchScriptPolicy() = default;
+
+namespace {
+
+// <stem>.interface.json beside <stem>.pt.
+std::string ManifestPath(const std::string& pt) {
+  const std::filesystem::path p(pt);
+  return (p.parent_path() / (p.stem().string() + ".interface.json")).string();
+}
+
+// The declaration of module `m` loaded from `path`: its manifest, its
+// interface() method, or both when they agree.
+absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
+    torch::jit::script::Module& m, const std::string& path) {
+  std::optional<PolicyInterface> from_file, from_method;
+  const std::string manifest = ManifestPath(path);
+  std::error_code ec;
+  if (std::filesystem::exists(manifest, ec)) {
+    absl::StatusOr<std::string> text = ReadTextFile(manifest);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<PolicyInterface> i = ParsePolicyInterface(*text, manifest);
+    if (!i.ok()) return i.status();
+    from_file = *std::move(i);
+  }
+  const std::string method_origin = path + ": interface()";
+  if (m.find_method("interface").has_value()) {
+    std::string text;
+    try {
+      text = m.get_method("interface")({}).toStringRef();
+    } catch (const c10::Error& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          method_origin,
+          ": failed or returned no str: ", e.what_without_backtrace()));
+    }
+    absl::StatusOr<PolicyInterface> i =
+        ParsePolicyInterface(text, method_origin);
+    if (!i.ok()) return i.status();
+    from_method = *std::move(i);
+  }
+  if (from_file && from_method && !(*from_file == *from_method)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        manifest, " and ", method_origin,
+        " declare different interfaces (keep one, or make them equal): ",
+        PolicyInterfaceJson(*from_file), " vs ",
+        PolicyInterfaceJson(*from_method)));
+  }
+  return from_method ? from_method : from_file;
+}
+
+std::string Shape(const at::Tensor& t) { return c10::str(t.sizes()); }
+
+}  // namespace
+
+absl::StatusOr<std::optional<PolicyInterface>>
+TorchScriptPolicy::ReadDeclaration(const std::string& path) {
+  torch::jit::script::Module m;
+  try {
+    m = torch::jit::load(path);
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ": not a loadable TorchScript module: ", e.what_without_backtrace()));
+  }
+  return DeclarationOf(m, path);
+}
 
 absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> TorchScriptPolicy::Load(
     const std::string& path, int64_t bins, int64_t max_text_len) {
@@ -34,62 +99,165 @@ absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> TorchScriptPolicy::Load(
         path,
         ": not a loadable TorchScript module: ", e.what_without_backtrace()));
   }
-  for (const char* method : {"act", "evaluate"}) {
-    if (!p->module_->m.find_method(method).has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": TorchScript policy has no '", method,
-          "' method (expected act(agentview, wrist, proprio, text, text_len, "
-          "greedy) and "
-          "evaluate(agentview, wrist, proprio, text, text_len, tokens))"));
+  absl::StatusOr<std::optional<PolicyInterface>> declared =
+      DeclarationOf(p->module_->m, path);
+  if (!declared.ok()) return declared.status();
+  if (declared->has_value()) {
+    if (absl::Status s = p->Declare(**declared, path); !s.ok()) return s;
+  } else {
+    for (const char* method : {"act", "evaluate"}) {
+      if (!p->module_->m.find_method(method).has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": TorchScript policy has no '", method,
+            "' method (expected act(agentview, wrist, proprio, text, "
+            "text_len, greedy) and evaluate(agentview, wrist, proprio, text, "
+            "text_len, tokens), or a declared interface and heads())"));
+      }
     }
   }
   p->module_->m.eval();
-  // The chunk length K, from a probe call with one blank observation.
+  if (absl::Status s = p->Probe(path); !s.ok()) return s;
+  return p;
+}
+
+absl::Status TorchScriptPolicy::Declare(const PolicyInterface& declared,
+                                        const std::string& path) {
+  if (!module_->m.find_method("heads").has_value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ": declares its interface but has no 'heads' method (expected "
+        "heads(images, proprio, text, text_len) -> (params, values))"));
+  }
+  absl::StatusOr<std::unique_ptr<ActionHead>> head =
+      MakeActionHead(declared.action);
+  if (!head.ok()) return head.status();
+  head_ = *std::move(head);
+  interface_ = declared;
+  chunk_ = static_cast<int>(declared.chunk);
+  max_text_len_ = declared.instruction.max_len;
+  return absl::OkStatus();
+}
+
+// One blank observation of the declared (or TinyVLA's) shapes through the
+// module: output of another shape is refused here, not in the run.
+absl::Status TorchScriptPolicy::Probe(const std::string& path) {
   PolicyInput probe;
-  probe.agentview = torch::zeros({1, 8, 8, 3}, torch::kByte);
-  probe.wrist = torch::zeros({1, 8, 8, 3}, torch::kByte);
-  probe.proprio = torch::zeros({1, 8});
   probe.text = torch::zeros({1, 1}, torch::kLong);
   probe.text_len = torch::ones({1}, torch::kLong);
-  try {
-    ActResult r = p->Act(probe, true);
-    if (r.tokens.dim() != 3 || r.tokens.size(2) != 7) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": act() must return tokens of shape [B, K, 7]"));
+  if (!interface_) {
+    probe.agentview = torch::zeros({1, 8, 8, 3}, torch::kByte);
+    probe.wrist = torch::zeros({1, 8, 8, 3}, torch::kByte);
+    probe.proprio = torch::zeros({1, 8});
+    try {
+      ActResult r = Act(probe, true);
+      if (r.tokens.dim() != 3 || r.tokens.size(2) != 7) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": act() must return tokens of shape [B, K, 7]"));
+      }
+      chunk_ = static_cast<int>(r.tokens.size(1));
+    } catch (const c10::Error& e) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path,
+          ": act() failed on a probe batch: ", e.what_without_backtrace()));
     }
-    p->chunk_ = static_cast<int>(r.tokens.size(1));
-  } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": act() failed on a probe batch: ", e.what_without_backtrace()));
+    return absl::OkStatus();
   }
-  return p;
+  std::vector<at::Tensor> images;
+  for (const CameraSpec& c : interface_->cameras) {
+    images.push_back(torch::zeros({1, c.height, c.width, 3}, torch::kByte));
+  }
+  probe.proprio = torch::zeros({1, interface_->proprio});
+  at::Tensor params, values;
+  try {
+    torch::NoGradGuard no_grad;
+    Heads(images, probe, &params, &values);
+  } catch (const c10::Error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path,
+                     ": heads() failed on a blank observation of the "
+                     "declared shapes: ",
+                     e.what_without_backtrace()));
+  }
+  const ActionSpace& a = interface_->action;
+  const std::string want = absl::StrCat(
+      "[1, ", chunk_, ", ", head_->width(), "] (1 observation, chunk ", chunk_,
+      ", ", head_->width(), " per step for ", a.size, " action dimensions)");
+  if (params.dim() != 3 || params.size(0) != 1 || params.size(1) != chunk_ ||
+      params.size(2) != head_->width() || !params.is_floating_point()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": heads() returned params ", Shape(params), " ",
+                     c10::toString(params.scalar_type()),
+                     "; the declaration needs float ", want));
+  }
+  if (values.dim() != 1 || values.size(0) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": heads() returned values ", Shape(values),
+                     "; expected [1] (one per observation)"));
+  }
+  return absl::OkStatus();
+}
+
+void TorchScriptPolicy::Heads(const std::vector<at::Tensor>& images,
+                              const PolicyInput& in, at::Tensor* params,
+                              at::Tensor* values) {
+  auto out =
+      module_->m
+          .get_method("heads")({c10::List<at::Tensor>(images), in.proprio,
+                                in.text, ToDevice(in.text_len, device_)})
+          .toTuple();
+  *params = out->elements()[0].toTensor();
+  *values = out->elements()[1].toTensor();
+}
+
+std::vector<at::Tensor> TorchScriptPolicy::CameraImages(
+    const PolicyInput& in) const {
+  std::vector<at::Tensor> images;
+  for (const CameraSpec& c : interface_->cameras) {
+    TORCH_CHECK(c.name == "agentview" || c.name == "wrist", "camera '", c.name,
+                "' is not rendered by this build's envs");
+    images.push_back(c.name == "wrist" ? in.wrist : in.agentview);
+  }
+  return images;
 }
 
 ActResult TorchScriptPolicy::Act(const PolicyInput& in, bool greedy) {
   torch::NoGradGuard no_grad;
   const uint64_t version = this->version();
+  ActResult r;
+  r.version = version;
+  if (interface_) {
+    at::Tensor params;
+    Heads(CameraImages(in), in, &params, &r.values);
+    head_->Sample(params, greedy, &r.tokens, &r.log_probs);
+    r.actions = head_->ToControl(r.tokens);
+    return r;
+  }
   auto out =
       module_->m
           .get_method("act")({in.agentview, in.wrist, in.proprio, in.text,
                               ToDevice(in.text_len, device_), greedy})
           .toTuple();
-  ActResult r;
   r.tokens = out->elements()[0].toTensor();
   r.log_probs = out->elements()[1].toTensor();
   r.values = out->elements()[2].toTensor();
   r.actions = TinyVLAPolicy::TokensToActions(r.tokens, bins_);
-  r.version = version;
   return r;
 }
 
 EvalResult TorchScriptPolicy::Evaluate(const PolicyInput& in,
                                        const at::Tensor& tokens) {
+  EvalResult e;
+  if (interface_) {
+    at::Tensor params;
+    Heads(CameraImages(in), in, &params, &e.values);
+    head_->Evaluate(params, tokens, &e.log_probs, &e.entropy);
+    return e;
+  }
   auto out =
       module_->m
           .get_method("evaluate")({in.agentview, in.wrist, in.proprio, in.text,
                                    ToDevice(in.text_len, device_), tokens})
           .toTuple();
-  EvalResult e;
   e.log_probs = out->elements()[0].toTensor();
   e.entropy = out->elements()[1].toTensor();
   e.values = out->elements()[2].toTensor();
@@ -112,6 +280,11 @@ TrainablePolicy::ParameterGroups TorchScriptPolicy::Parameters() {
 
 at::Tensor TorchScriptPolicy::Values(const PolicyInput& in) {
   torch::NoGradGuard no_grad;
+  if (interface_) {
+    at::Tensor params, values;
+    Heads(CameraImages(in), in, &params, &values);
+    return values;
+  }
   const at::Tensor tokens =
       torch::zeros({in.proprio.size(0), chunk_, 7},
                    torch::TensorOptions(torch::kLong).device(device_));
@@ -144,6 +317,8 @@ std::shared_ptr<TrainablePolicy> TorchScriptPolicy::Snapshot(uint64_t version) {
   p->module_->m.eval();
   for (at::Tensor t : p->module_->m.parameters()) t.set_requires_grad(false);
   p->bins_ = bins_;
+  p->interface_ = interface_;
+  p->head_ = head_;
   p->chunk_ = chunk_;
   p->max_text_len_ = max_text_len_;
   p->device_ = device_;
@@ -188,12 +363,14 @@ absl::Status TorchScriptPolicy::Save(const std::string& dir,
                                {"max_text_len", max_text_len_},
                                {"bins", bins_},
                                {"tokenizer", {{"words", tokenizer.words()}}}};
-  const std::string json_path = dir + "/policy.json";
-  std::ofstream out(json_path, std::ios::trunc);
-  out << side.dump(2) << "\n";
-  out.flush();
-  if (!out) return absl::InternalError(json_path + ": write failed");
-  return absl::OkStatus();
+  if (interface_) {
+    if (absl::Status s = WriteTextFile(dir + "/policy.interface.json",
+                                       PolicyInterfaceJson(*interface_));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return WriteTextFile(dir + "/policy.json", side.dump(2) + "\n");
 }
 
 absl::StatusOr<PolicyCheckpoint> TorchScriptPolicy::LoadCheckpoint(

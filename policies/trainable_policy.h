@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "policies/policy.h"
+#include "policies/policy_interface.h"
 #include "policies/text_tokenizer.h"
 
 namespace rlvla3 {
@@ -81,6 +83,11 @@ class TrainablePolicy : public Policy {
   virtual absl::Status Save(const std::string& dir,
                             const TextTokenizer& tokenizer,
                             uint64_t version) = 0;
+  // The interface the policy declares (policies/policy_interface.h);
+  // nullopt for one of TinyVLA's fixed shape, whose image size is the run's.
+  virtual std::optional<PolicyInterface> declared_interface() const {
+    return std::nullopt;
+  }
 
  protected:
   explicit TrainablePolicy(uint64_t version = 0) : version_(version) {}
