@@ -17,14 +17,17 @@ constexpr char kFormat[] = "rl-vla3/context/v1";
 absl::Status WriteCheckpointContext(const std::string& dir,
                                     const CheckpointContext& c) {
   if (c.image_width <= 0) return absl::OkStatus();
-  const nlohmann::json j = {{"format", kFormat},
-                            {"image_width", c.image_width},
-                            {"image_height", c.image_height},
-                            {"cameras", c.cameras},
-                            {"chunk", c.chunk},
-                            {"execute_steps", c.execute_steps},
-                            {"tasks", c.tasks},
-                            {"expert_steps", c.expert_steps}};
+  nlohmann::json j = {{"format", kFormat},
+                      {"image_width", c.image_width},
+                      {"image_height", c.image_height},
+                      {"cameras", c.cameras},
+                      {"chunk", c.chunk},
+                      {"execute_steps", c.execute_steps},
+                      {"tasks", c.tasks},
+                      {"expert_steps", c.expert_steps}};
+  if (c.interface) {
+    j["interface"] = nlohmann::json::parse(PolicyInterfaceJson(*c.interface));
+  }
   const std::string path = absl::StrCat(dir, "/", kCheckpointContextFile);
   std::ofstream out(path, std::ios::trunc);
   out << j.dump(2) << "\n";
@@ -64,6 +67,12 @@ absl::StatusOr<std::optional<CheckpointContext>> ReadCheckpointContext(
     c.tasks = j.at("tasks").get<std::vector<std::string>>();
     // Absent in checkpoints written before it was recorded.
     c.expert_steps = j.value("expert_steps", int64_t{0});
+    if (j.contains("interface")) {
+      absl::StatusOr<PolicyInterface> i =
+          ParsePolicyInterface(j.at("interface").dump(), path + " interface");
+      if (!i.ok()) return i.status();
+      c.interface = *std::move(i);
+    }
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
   }

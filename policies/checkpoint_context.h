@@ -4,7 +4,8 @@
 // (context.json) by every checkpoint writer (SFT, the learner's scheduled
 // and final checkpoints), whatever the policy's format: the camera images'
 // size and names, the action chunk, the chunk steps executed per decision,
-// the tasks, and the experts' median episode length of the demos. `eval` and a
+// the tasks, the experts' median episode length of the demos, and the
+// interface a declared policy declares (key "interface"). `eval` and a
 // run starting from a checkpoint take these instead of their defaults and
 // refuse a value given that contradicts one
 // (services/options/checkpoint_fit.h). The tokenizer is the policy's own
@@ -27,6 +28,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "policies/policy_interface.h"
 
 namespace rlvla3 {
 
@@ -40,6 +42,9 @@ struct CheckpointContext {
   // demos SFT cloned, the longest task's (0: not recorded); a horizon rule
   // (env.horizon_factor) scales it.
   int64_t expert_steps = 0;
+  // The interface the policy declares (policies/policy_interface.h); none
+  // for TinyVLA's fixed shape.
+  std::optional<PolicyInterface> interface;
 };
 
 // The file's name inside a checkpoint folder.

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "policies/device.h"
+#include "policies/instruction_encoder.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/text_file.h"
 
@@ -30,6 +31,16 @@ std::string ManifestPath(const std::string& pt) {
   return (p.parent_path() / (p.stem().string() + ".interface.json")).string();
 }
 
+// A SentencePiece model named relative to the declaration: relative to the
+// folder of the .pt (where its manifest lies too).
+void ResolveModel(const std::string& pt, PolicyInterface* i) {
+  std::string& model = i->instruction.model;
+  if (model.empty() || std::filesystem::path(model).is_absolute()) return;
+  model = (std::filesystem::path(pt).parent_path() / model)
+              .lexically_normal()
+              .string();
+}
+
 // The declaration of module `m` loaded from `path`: its manifest, its
 // interface() method, or both when they agree.
 absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
@@ -42,6 +53,7 @@ absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
     if (!text.ok()) return text.status();
     absl::StatusOr<PolicyInterface> i = ParsePolicyInterface(*text, manifest);
     if (!i.ok()) return i.status();
+    ResolveModel(path, &*i);
     from_file = *std::move(i);
   }
   const std::string method_origin = path + ": interface()";
@@ -131,6 +143,14 @@ absl::Status TorchScriptPolicy::Declare(const PolicyInterface& declared,
   absl::StatusOr<std::unique_ptr<ActionHead>> head =
       MakeActionHead(declared.action);
   if (!head.ok()) return head.status();
+  // The tokenizer it ships must load now, not when the run starts.
+  if (absl::StatusOr<InstructionEncoder> e =
+          InstructionEncoder::Make(declared.instruction, TextTokenizer());
+      !e.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": instruction.model: ", e.status().message()));
+  }
+  source_dir_ = std::filesystem::path(path).parent_path().string();
   head_ = *std::move(head);
   interface_ = declared;
   chunk_ = static_cast<int>(declared.chunk);
@@ -202,7 +222,8 @@ void TorchScriptPolicy::Heads(const std::vector<at::Tensor>& images,
                               at::Tensor* values) {
   auto out =
       module_->m
-          .get_method("heads")({c10::List<at::Tensor>(images), in.proprio,
+          .get_method("heads")({c10::List<at::Tensor>(images),
+                                in.proprio.narrow(1, 0, interface_->proprio),
                                 in.text, ToDevice(in.text_len, device_)})
           .toTuple();
   *params = out->elements()[0].toTensor();
@@ -319,6 +340,7 @@ std::shared_ptr<TrainablePolicy> TorchScriptPolicy::Snapshot(uint64_t version) {
   p->bins_ = bins_;
   p->interface_ = interface_;
   p->head_ = head_;
+  p->source_dir_ = source_dir_;
   p->chunk_ = chunk_;
   p->max_text_len_ = max_text_len_;
   p->device_ = device_;
@@ -364,13 +386,37 @@ absl::Status TorchScriptPolicy::Save(const std::string& dir,
                                {"bins", bins_},
                                {"tokenizer", {{"words", tokenizer.words()}}}};
   if (interface_) {
-    if (absl::Status s = WriteTextFile(dir + "/policy.interface.json",
-                                       PolicyInterfaceJson(*interface_));
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = SaveDeclaration(dir); !s.ok()) return s;
   }
   return WriteTextFile(dir + "/policy.json", side.dump(2) + "\n");
+}
+
+// policy.interface.json, with a SentencePiece model beside the policy copied
+// in at the same relative path (one elsewhere stays named by its path).
+absl::Status TorchScriptPolicy::SaveDeclaration(const std::string& dir) const {
+  PolicyInterface saved = *interface_;
+  std::string& model = saved.instruction.model;
+  if (!model.empty()) {
+    const std::filesystem::path rel =
+        std::filesystem::path(model).lexically_relative(source_dir_);
+    if (!rel.empty() && *rel.begin() != "..") {
+      const std::filesystem::path to = std::filesystem::path(dir) / rel;
+      std::error_code ec;
+      std::filesystem::create_directories(to.parent_path(), ec);
+      if (!ec && std::filesystem::absolute(model, ec) !=
+                     std::filesystem::absolute(to, ec)) {
+        std::filesystem::copy_file(
+            model, to, std::filesystem::copy_options::overwrite_existing, ec);
+      }
+      if (ec) {
+        return absl::InternalError(absl::StrCat(
+            "cannot copy ", model, " to ", to.string(), ": ", ec.message()));
+      }
+      model = rel.string();
+    }
+  }
+  return WriteTextFile(dir + "/policy.interface.json",
+                       PolicyInterfaceJson(saved));
 }
 
 absl::StatusOr<PolicyCheckpoint> TorchScriptPolicy::LoadCheckpoint(

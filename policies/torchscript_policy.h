@@ -108,6 +108,8 @@ class TorchScriptPolicy final : public TrainablePolicy {
   std::unique_ptr<Module> module_;
   std::optional<PolicyInterface> interface_;
   std::shared_ptr<const ActionHead> head_;  // set with interface_
+  std::string source_dir_;  // the .pt's folder (a declared model's base)
+  absl::Status SaveDeclaration(const std::string& dir) const;
   int64_t bins_ = 256;
   int chunk_ = 1;
   int64_t max_text_len_ = 16;

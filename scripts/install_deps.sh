@@ -10,6 +10,9 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   # learner / policies
   libtorch-dev libgloo-dev
+  # a policy's own SentencePiece tokenizer (policies/sentencepiece_model.cc); the
+  # examples train a tiny model with Python's sentencepiece
+  libsentencepiece-dev python3-sentencepiece
   # heap allocator linked into every executable (cmake/RlVla3Allocator.cmake)
   libgoogle-perftools-dev
   # Debian's libtorch calls the system BLAS (libblas.so.3 alternative): OpenBLAS built

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "envs/task_file.h"
+#include "services/options/interface_fit.h"
 
 namespace rlvla3 {
 namespace {
@@ -60,6 +61,29 @@ void ApplyHorizonRule(const std::string& dir, Config* c) {
       c->env.expert_steps);
 }
 
+// A declared policy's interface as the checkpoint keeps it; an undeclared
+// one's cameras against those the envs render.
+absl::Status FitPolicyInputs(const std::string& dir,
+                             const CheckpointContext& ck, Config* c) {
+  if (ck.interface) {
+    // A declared policy: its declaration, as the checkpoint keeps it.
+    if (absl::Status s = FitConfigToInterface(
+            *ck.interface,
+            absl::StrCat(dir, "/", kCheckpointContextFile, " interface"), c);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (!ck.interface && ck.cameras != PolicyCameras()) {
+    return ConfigError{dir + "/" + kCheckpointContextFile, "cameras",
+                       absl::StrJoin(ck.cameras, ","),
+                       absl::StrCat(absl::StrJoin(PolicyCameras(), ","),
+                                    ", the cameras this build's envs render")}
+        .ToStatus();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::string> PolicyCameras() { return {"agentview", "wrist"}; }
@@ -81,13 +105,7 @@ absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
     return absl::OkStatus();
   }
   const CheckpointContext& ck = **read;
-  if (ck.cameras != PolicyCameras()) {
-    return ConfigError{dir + "/" + kCheckpointContextFile, "cameras",
-                       absl::StrJoin(ck.cameras, ","),
-                       absl::StrCat(absl::StrJoin(PolicyCameras(), ","),
-                                    ", the cameras this build's envs render")}
-        .ToStatus();
-  }
+  if (absl::Status s = FitPolicyInputs(dir, ck, c); !s.ok()) return s;
   // The checkpoint's value takes the place of a key the config did not
   // give; a given one must agree.
   const struct {

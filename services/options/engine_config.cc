@@ -16,6 +16,7 @@
 #include "envs/task_file.h"
 #include "policies/checkpoint.h"
 #include "policies/device.h"
+#include "policies/instruction_encoder.h"
 #include "policies/tiny_vla_policy.h"
 #include "policies/torchscript_policy.h"
 #include "services/options/checkpoint_fit.h"
@@ -247,6 +248,7 @@ LearnerRoleOptions LearnerRoleOptionsOf(const Config& c, const EngineSizes& z,
   l.checkpoints.keep = static_cast<int>(c.rl.keep_checkpoints);
   l.checkpoints.tokenizer = parts.tokenizer;
   l.checkpoints.context = RlCheckpointContext(c);
+  l.checkpoints.context.interface = parts.policy->declared_interface();
   if (!c.rl.init_checkpoint.empty() &&
       std::filesystem::exists(c.rl.init_checkpoint + "/optimizer")) {
     l.resume_from = c.rl.init_checkpoint;
@@ -303,9 +305,18 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   o.sync = c.run.mode == "sync";
   o.algorithm = c.rl.algorithm;
   const EngineSizes z = SizesOf(c, parts, o.sync);
+  // The instructions as the policy reads them: by the tokenizer it
+  // declares, else rl-vla3's word ids.
+  absl::StatusOr<InstructionEncoder> encoder =
+      InstructionEncoder::Of(parts.policy->declared_interface(),
+                             parts.policy->max_text_len(), parts.tokenizer);
+  if (!encoder.ok()) return encoder.status();
   at::Tensor text, text_len;
-  EncodeInstructionTable(tasks->instructions, parts.tokenizer,
-                         parts.policy->max_text_len(), &text, &text_len);
+  if (absl::Status s =
+          encoder->EncodeTable(tasks->instructions, &text, &text_len);
+      !s.ok()) {
+    return s;
+  }
   o.rollout = RolloutOptionsOf(c, z, *tasks, parts);
   o.inference = InferenceOptionsOf(c, z, text, text_len);
   o.learner = LearnerRoleOptionsOf(c, z, parts, o.inference);

@@ -21,6 +21,7 @@
 #include "policies/checkpoint.h"
 #include "policies/checkpoint_context.h"
 #include "policies/image_augment.h"
+#include "policies/instruction_encoder.h"
 #include "policies/tiny_vla_policy.h"
 #include "runtime/steady_clock.h"
 #include "services/options/config_bridge.h"
@@ -55,24 +56,53 @@ PolicyInput InputFromObservations(const std::vector<const Observation*>& obs,
   return in;
 }
 
+// One evaluation episode.
+struct EvalJob {
+  std::unique_ptr<ManipulationEnv> env;
+  int task;
+  bool finished = false;
+  bool success = false;
+};
+
+// Each task's episodes and successes, in the tasks' order.
+std::vector<TaskSuccess> Tally(const std::vector<EvalJob>& jobs,
+                               const std::vector<TaskSpec>& tasks) {
+  std::vector<TaskSuccess> out(tasks.size());
+  for (size_t t = 0; t < tasks.size(); ++t) out[t].task = tasks[t].name;
+  for (const EvalJob& j : jobs) {
+    TaskSuccess& t = out[static_cast<size_t>(j.task)];
+    ++t.episodes;
+    t.successes += j.success;
+    t.outcomes.push_back(j.success);
+  }
+  return out;
+}
+
+// The instructions as `policy` reads them (text [T, L], lens [T]).
+absl::Status InstructionTable(const TrainablePolicy& policy,
+                              const TextTokenizer& words,
+                              const std::vector<std::string>& instructions,
+                              int64_t max_len, at::Tensor* text,
+                              at::Tensor* lens) {
+  absl::StatusOr<InstructionEncoder> encoder =
+      InstructionEncoder::Of(policy.declared_interface(), max_len, words);
+  if (!encoder.ok()) return encoder.status();
+  return encoder->EncodeTable(instructions, text, lens);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
-    Policy& policy, const TextTokenizer& tokenizer, const EvalOptions& o,
-    const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
-    int first_init, int execute_steps) {
+    TrainablePolicy& policy, const TextTokenizer& tokenizer,
+    const EvalOptions& o, const std::vector<TaskSpec>& tasks, int episodes,
+    bool sampled, int first_init, int execute_steps) {
   if (sampled) torch::manual_seed(o.seed);
   const EnvOptions& opts = o.env;
   absl::StatusOr<std::unique_ptr<EglContext>> gl =
       EglContext::Create(opts.render_backend);
   if (!gl.ok()) return gl.status();
   std::vector<std::string> instructions;
-  struct Job {
-    std::unique_ptr<ManipulationEnv> env;
-    int task;
-    bool finished = false;
-    bool success = false;
-  };
+  using Job = EvalJob;
   std::vector<Job> jobs;
   for (size_t t = 0; t < tasks.size(); ++t) {
     instructions.push_back(tasks[t].instruction);
@@ -92,7 +122,11 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
     }
   }
   at::Tensor text, lens;
-  EncodeInstructionTable(instructions, tokenizer, o.max_text_len, &text, &lens);
+  if (absl::Status s = InstructionTable(policy, tokenizer, instructions,
+                                        o.max_text_len, &text, &lens);
+      !s.ok()) {
+    return s;
+  }
   const int execute = static_cast<int>(std::min<int64_t>(
       execute_steps > 0 ? execute_steps : o.execute_steps, policy.chunk()));
   for (;;) {
@@ -126,15 +160,7 @@ absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
       }
     }
   }
-  std::vector<TaskSuccess> out(tasks.size());
-  for (size_t t = 0; t < tasks.size(); ++t) out[t].task = tasks[t].name;
-  for (const auto& j : jobs) {
-    TaskSuccess& t = out[static_cast<size_t>(j.task)];
-    ++t.episodes;
-    t.successes += j.success;
-    t.outcomes.push_back(j.success);
-  }
-  return out;
+  return Tally(jobs, tasks);
 }
 
 namespace {

@@ -22,8 +22,8 @@
 #include "absl/status/statusor.h"
 #include "envs/demos/demo_recording.h"
 #include "envs/manipulation_env.h"
-#include "policies/policy.h"
 #include "policies/text_tokenizer.h"
+#include "policies/trainable_policy.h"
 #include "services/options/sft_options.h"
 
 namespace rlvla3 {
@@ -103,11 +103,13 @@ absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
 // sampled, as RL rollouts act (torch's generator seeded with o.seed, so a
 // sampled evaluation repeats). Training draws its episodes from states
 // rl.init_state* (by default 0..49); eval holds out the states after. Each
-// decision executes `execute_steps` of its chunk (0: o.execute_steps).
+// decision executes `execute_steps` of its chunk (0: o.execute_steps). The
+// instructions are read by the tokenizer the policy declares, else by
+// `tokenizer`.
 absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
-    Policy& policy, const TextTokenizer& tokenizer, const EvalOptions& o,
-    const std::vector<TaskSpec>& tasks, int episodes, bool sampled,
-    int first_init = 0, int execute_steps = 0);
+    TrainablePolicy& policy, const TextTokenizer& tokenizer,
+    const EvalOptions& o, const std::vector<TaskSpec>& tasks, int episodes,
+    bool sampled, int first_init = 0, int execute_steps = 0);
 
 // Collect, train, evaluate, checkpoint. `progress` gets a one-line status.
 absl::StatusOr<SftResult> RunSft(

@@ -140,7 +140,7 @@ int VerbEval(const VerbArgs& f) {
       return kExitUsage;
     }
   }
-  Policy& policy = *ck->policy;
+  TrainablePolicy& policy = *ck->policy;
   const auto start = absl::Now();
   absl::StatusOr<std::vector<TaskSuccess>> r = EvaluatePolicy(
       policy, ck->tokenizer, EvalOptionsFromConfig(cfg), *tasks, e->episodes,

@@ -13,6 +13,7 @@
 #include "runtime/text_file.h"
 #include "runtime/thread_budget.h"
 #include "services/options/checkpoint_fit.h"
+#include "services/options/interface_fit.h"
 
 namespace rlvla3 {
 
@@ -92,6 +93,9 @@ std::optional<Config> LoadOrReport(const VerbArgs& f) {
         !s.ok()) {
       c = s;
     }
+  } else if (c.ok()) {
+    // A declared TorchScript policy's image size, chunk and text length.
+    if (absl::Status s = FitConfigToPolicy(&*c); !s.ok()) c = s;
   }
   if (!c.ok()) {
     std::fprintf(stderr, "rl-vla3: config error: %s\n",

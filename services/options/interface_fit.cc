@@ -1,0 +1,132 @@
+#include "services/options/interface_fit.h"
+
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "envs/sim_env.h"
+#include "policies/torchscript_policy.h"
+#include "runtime/config_schema.h"
+
+namespace rlvla3 {
+namespace {
+
+// The cameras every env of this build renders, at env.image_* each.
+constexpr const char* kRenderedCameras[] = {"agentview", "wrist"};
+
+// What the envs and rollouts carry that the declaration cannot change.
+absl::Status CheckWhatTheEnvsGive(const PolicyInterface& p,
+                                  const std::string& origin) {
+  for (size_t i = 0; i < p.cameras.size(); ++i) {
+    const std::string& name = p.cameras[i].name;
+    bool rendered = false;
+    for (const char* r : kRenderedCameras) rendered |= name == r;
+    if (!rendered) {
+      return ConfigError{
+          origin, absl::StrCat("cameras[", i, "].name"), name,
+          absl::StrCat("a camera the envs render (",
+                       absl::StrJoin(kRenderedCameras, ", "), ")")}
+          .ToStatus();
+    }
+    if (p.cameras[i].height != p.cameras[0].height ||
+        p.cameras[i].width != p.cameras[0].width) {
+      return ConfigError{
+          origin, absl::StrCat("cameras[", i, "]"),
+          absl::StrCat(p.cameras[i].height, "x", p.cameras[i].width),
+          absl::StrCat(p.cameras[0].height, "x", p.cameras[0].width,
+                       " like cameras[0]: the envs render "
+                       "every camera at env.image_height x "
+                       "env.image_width")}
+          .ToStatus();
+    }
+  }
+  if (p.proprio != 0 && p.proprio != kProprioDim) {
+    return ConfigError{origin, "proprio", absl::StrCat(p.proprio),
+                       absl::StrCat("0 (none) or ", kProprioDim,
+                                    ", the proprio the envs give (ee_pos 3, "
+                                    "ee_ori 3, gripper_states 2)")}
+        .ToStatus();
+  }
+  if (p.action.size != kActionDim) {
+    return ConfigError{origin, "action.size", absl::StrCat(p.action.size),
+                       absl::StrCat(kActionDim,
+                                    ", the envs' controller (dx dy dz, droll "
+                                    "dpitch dyaw, gripper)")}
+        .ToStatus();
+  }
+  if (p.action.kind == ActionKind::kGaussian) {
+    return ConfigError{origin, "action.kind", "gaussian",
+                       "bins: rollouts do not carry continuous actions yet"}
+        .ToStatus();
+  }
+  for (size_t d = 0; d < p.action.bins.size(); ++d) {
+    if (p.action.bins[d] > 256) {
+      return ConfigError{origin, absl::StrCat("action.bins[", d, "]"),
+                         absl::StrCat(p.action.bins[d]),
+                         "at most 256: rollouts carry a bin as one byte"}
+          .ToStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status FitConfigToInterface(const PolicyInterface& p,
+                                  const std::string& origin, Config* c) {
+  if (absl::Status s = CheckWhatTheEnvsGive(p, origin); !s.ok()) return s;
+  const CameraSpec& cam = p.cameras.front();
+  const struct {
+    const char* key;
+    int64_t declared;
+    int64_t* value;
+    std::string field;
+  } fits[] = {
+      {"env.image_height", cam.height, &c->env.image_height,
+       "cameras[0].height"},
+      {"env.image_width", cam.width, &c->env.image_width, "cameras[0].width"},
+      {"policy.chunk", p.chunk, &c->policy.chunk, "chunk"},
+      {"policy.max_text_len", p.instruction.max_len, &c->policy.max_text_len,
+       "instruction.max_len"},
+  };
+  std::vector<std::string> adopted;
+  for (const auto& f : fits) {
+    if (*f.value == f.declared) continue;
+    if (c->given.count(f.key) > 0) {
+      return ConfigError{
+          c->origin, f.key, absl::StrCat(*f.value),
+          absl::StrCat(f.declared, ", the ", f.field, " policy ", origin,
+                       " declares; leave the key out to take "
+                       "it")}
+          .ToStatus();
+    }
+    *f.value = f.declared;
+    adopted.push_back(absl::StrCat(f.key, "=", f.declared));
+  }
+  if (!adopted.empty()) {
+    spdlog::info("{}: as the policy declares: {}", origin,
+                 absl::StrJoin(adopted, " "));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FitConfigToPolicy(Config* c) {
+  if (c->policy.kind != "torchscript" || c->policy.path.empty()) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::optional<PolicyInterface>> declared =
+      TorchScriptPolicy::ReadDeclaration(c->policy.path);
+  if (!declared.ok()) {
+    return ConfigError{c->origin, "policy.path", c->policy.path,
+                       absl::StrCat("a policy whose declaration reads: ",
+                                    declared.status().message())}
+        .ToStatus();
+  }
+  if (!declared->has_value()) return absl::OkStatus();
+  return FitConfigToInterface(**declared, c->policy.path, c);
+}
+
+}  // namespace rlvla3
