@@ -49,8 +49,11 @@ class BinsHead final : public ActionHead {
     Evaluate(params, *taken, log_probs, nullptr);
   }
 
-  void Evaluate(const at::Tensor& params, const at::Tensor& taken,
+  void Evaluate(const at::Tensor& params, const at::Tensor& taken_in,
                 at::Tensor* log_probs, at::Tensor* entropy) const override {
+    // Bins that travelled as float32 (counts above 256) are whole numbers.
+    const at::Tensor taken =
+        taken_in.is_floating_point() ? taken_in.to(torch::kLong) : taken_in;
     at::Tensor logp_sum, ent_sum;
     ForEachDim(params, [&](const at::Tensor& logits, int64_t d) {
       const at::Tensor logp = torch::log_softmax(logits.to(torch::kFloat), -1);
@@ -66,6 +69,11 @@ class BinsHead final : public ActionHead {
     });
     if (log_probs != nullptr) *log_probs = logp_sum;
     if (entropy != nullptr) *entropy = ent_sum;
+  }
+
+  at::Tensor Temper(const at::Tensor& params,
+                    double temperature) const override {
+    return params / temperature;
   }
 
   at::Tensor ToActions(const at::Tensor& taken) const override {
@@ -128,6 +136,14 @@ class GaussianHead final : public ActionHead {
     }
   }
 
+  at::Tensor Temper(const at::Tensor& params,
+                    double temperature) const override {
+    const int64_t A = space().size;
+    return torch::cat({params.narrow(-1, 0, A),
+                       params.narrow(-1, A, A) + std::log(temperature)},
+                      -1);
+  }
+
   at::Tensor ToActions(const at::Tensor& taken) const override {
     return torch::max(
         torch::min(taken.to(torch::kFloat), Row(space().high, taken)),
@@ -151,6 +167,27 @@ at::Tensor ActionHead::ToControl(const at::Tensor& taken) const {
   const at::Tensor low = Row(space().low, a);
   const at::Tensor high = Row(space().high, a);
   return ((a - low) * 2.0 / (high - low) - 1.0).clamp(-1.0, 1.0);
+}
+
+int TakenBytes(const ActionSpace& space) {
+  if (space.kind == ActionKind::kGaussian) return 4;
+  for (int64_t b : space.bins) {
+    if (b > 256) return 4;
+  }
+  return 1;
+}
+
+at::Tensor ActionHead::FromControl(const at::Tensor& ctrl) const {
+  const at::Tensor c = ctrl.to(torch::kFloat).clamp(-1.0, 1.0);
+  const at::Tensor low = Row(space_.low, c).view({-1});
+  const at::Tensor high = Row(space_.high, c).view({-1});
+  const at::Tensor a = low + (c + 1.0) * 0.5 * (high - low);
+  if (space_.kind == ActionKind::kGaussian) return a;
+  const at::Tensor bins =
+      torch::tensor(space_.bins, torch::kLong).to(c.device(), torch::kFloat);
+  return torch::min(((a - low) / (high - low) * bins).floor(), bins - 1)
+      .clamp_min(0)
+      .to(torch::kLong);
 }
 
 absl::StatusOr<std::unique_ptr<ActionHead>> MakeActionHead(

@@ -60,10 +60,18 @@ class ActionHead {
   // autograd through `params`. Either output may be null.
   virtual void Evaluate(const at::Tensor& params, const at::Tensor& taken,
                         at::Tensor* log_probs, at::Tensor* entropy) const = 0;
+  // `params` sampled at `temperature` (1: as they are): bins' logits
+  // divided by it, a Gaussian's standard deviations multiplied by it.
+  virtual at::Tensor Temper(const at::Tensor& params,
+                            double temperature) const = 0;
   // What `taken` stands for in the policy's own range, float32 [B, K, A].
   virtual at::Tensor ToActions(const at::Tensor& taken) const = 0;
   // The controller's actions, float32 [B, K, A] in [-1, 1].
   at::Tensor ToControl(const at::Tensor& taken) const;
+  // The inverse: what this head takes for controller actions `ctrl`
+  // [..., A] (bins: the bin holding each, int64; Gaussian: the value in the
+  // policy's range). What SFT clones from an expert's actions.
+  at::Tensor FromControl(const at::Tensor& ctrl) const;
   const ActionSpace& space() const { return space_; }
 
  protected:
@@ -72,6 +80,11 @@ class ActionHead {
  private:
   ActionSpace space_;
 };
+
+// Bytes a rollout stores per action dimension taken (SegmentShape's
+// taken_bytes): 1 when every dimension has at most 256 bins, else 4 (a
+// float32: a Gaussian sample, or a bin index).
+int TakenBytes(const ActionSpace& space);
 
 // The head for `space`; InvalidArgument where ValidatePolicyInterface would
 // refuse the space.

@@ -3,6 +3,7 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -69,6 +70,7 @@ absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
     absl::StatusOr<PolicyInterface> i =
         ParsePolicyInterface(text, method_origin);
     if (!i.ok()) return i.status();
+    ResolveModel(path, &*i);
     from_method = *std::move(i);
   }
   if (from_file && from_method && !(*from_file == *from_method)) {
@@ -228,6 +230,9 @@ void TorchScriptPolicy::Heads(const std::vector<at::Tensor>& images,
           .toTuple();
   *params = out->elements()[0].toTensor();
   *values = out->elements()[1].toTensor();
+  if (temperature_ != 1.0 && head_ != nullptr) {
+    *params = head_->Temper(*params, temperature_);
+  }
 }
 
 std::vector<at::Tensor> TorchScriptPolicy::CameraImages(
@@ -341,6 +346,7 @@ std::shared_ptr<TrainablePolicy> TorchScriptPolicy::Snapshot(uint64_t version) {
   p->interface_ = interface_;
   p->head_ = head_;
   p->source_dir_ = source_dir_;
+  p->temperature_ = temperature_;
   p->chunk_ = chunk_;
   p->max_text_len_ = max_text_len_;
   p->device_ = device_;
@@ -359,10 +365,18 @@ TrainablePolicy::NamedTensors TorchScriptPolicy::State() {
   return out;
 }
 
-absl::Status TorchScriptPolicy::SetActionTemperature(double) {
-  return absl::UnimplementedError(
-      "a TorchScript policy samples at its own temperature "
-      "(rl.init_action_temperature applies to TinyVLA only)");
+absl::Status TorchScriptPolicy::SetActionTemperature(double temperature) {
+  if (!interface_) {
+    return absl::UnimplementedError(
+        "a TorchScript policy without a declared interface samples at its own "
+        "temperature (rl.init_action_temperature must be 0)");
+  }
+  if (!(temperature > 0) || !std::isfinite(temperature)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("temperature ", temperature, ": positive and finite"));
+  }
+  temperature_ = temperature;
+  return absl::OkStatus();
 }
 
 absl::Status TorchScriptPolicy::Save(const std::string& dir,

@@ -108,7 +108,8 @@ class TorchScriptPolicy final : public TrainablePolicy {
   std::unique_ptr<Module> module_;
   std::optional<PolicyInterface> interface_;
   std::shared_ptr<const ActionHead> head_;  // set with interface_
-  std::string source_dir_;  // the .pt's folder (a declared model's base)
+  std::string source_dir_;    // the .pt's folder (a declared model's base)
+  double temperature_ = 1.0;  // SetActionTemperature (declared only)
   absl::Status SaveDeclaration(const std::string& dir) const;
   int64_t bins_ = 256;
   int chunk_ = 1;

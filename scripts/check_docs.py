@@ -227,6 +227,8 @@ class Checker:
                 self.key(where, k, "")
         if not self.check_values or not pairs:
             return
+        if any(v and PLACEHOLDER.search(v) for _, v in pairs):
+            return  # a placeholder (a path of yours): the config cannot load
         args = []
         if "--config" in rest:
             i = rest.index("--config")

@@ -49,7 +49,7 @@ struct ActionReply {
   int env = 0;
   uint64_t version = 0;              // policy version that chose it
   const float* actions = nullptr;    // [K, A] in [-1, 1]
-  const uint8_t* tokens = nullptr;   // [K, A] bins
+  const uint8_t* tokens = nullptr;   // [K, A] x SegmentShape::taken_bytes
   const float* log_probs = nullptr;  // [K] behaviour log-probs
   float value = 0;                   // critic estimate
 };

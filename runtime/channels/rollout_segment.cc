@@ -12,7 +12,7 @@ RolloutSegment::RolloutSegment(const SegmentShape& s)
   agentview.resize(obs * image_bytes);
   wrist.resize(obs * image_bytes);
   proprio.resize(obs * s.proprio_dim);
-  tokens.resize(cap * s.chunk * s.action_dim);
+  tokens.resize(cap * taken_row());
   log_probs.resize(cap * s.chunk);
   values.resize(cap);
   rewards.resize(cap);

@@ -33,6 +33,9 @@ struct SegmentShape {
   int action_dim = 7;  // A
   int proprio_dim = 8;
   int capacity = 16;  // decisions per segment
+  // Bytes per action dimension taken: 1, a bin index (every bin count <=
+  // 256); 4, a float32 (a Gaussian head's sample, or a bin index above 255).
+  int taken_bytes = 1;
 };
 
 struct RolloutSegment {
@@ -42,9 +45,7 @@ struct RolloutSegment {
   uint8_t* agentview_at(int t) { return agentview.data() + t * image_bytes; }
   uint8_t* wrist_at(int t) { return wrist.data() + t * image_bytes; }
   float* proprio_at(int t) { return proprio.data() + t * shape.proprio_dim; }
-  uint8_t* tokens_at(int t) {
-    return tokens.data() + t * shape.chunk * shape.action_dim;
-  }
+  uint8_t* tokens_at(int t) { return tokens.data() + t * taken_row(); }
   float* log_probs_at(int t) { return log_probs.data() + t * shape.chunk; }
   const uint8_t* agentview_at(int t) const {
     return agentview.data() + t * image_bytes;
@@ -56,7 +57,12 @@ struct RolloutSegment {
     return proprio.data() + t * shape.proprio_dim;
   }
   const uint8_t* tokens_at(int t) const {
-    return tokens.data() + t * shape.chunk * shape.action_dim;
+    return tokens.data() + t * taken_row();
+  }
+  // Bytes of one decision's taken chunk (K x A x taken_bytes).
+  size_t taken_row() const {
+    return static_cast<size_t>(shape.chunk) * shape.action_dim *
+           shape.taken_bytes;
   }
   const float* log_probs_at(int t) const {
     return log_probs.data() + t * shape.chunk;
@@ -86,7 +92,7 @@ struct RolloutSegment {
   // Per-decision storage ([capacity + 1] observations, [capacity] the rest).
   std::vector<uint8_t> agentview, wrist;  // [., H, W, 3]
   std::vector<float> proprio;             // [., P]
-  std::vector<uint8_t> tokens;            // [., K, A] bins (0..255)
+  std::vector<uint8_t> tokens;            // [., K, A] x taken_bytes
   std::vector<float> log_probs;           // [., K] behaviour log-probs
   std::vector<float> values;              // behaviour critic value
   std::vector<float> rewards;             // summed over executed chunk steps

@@ -65,6 +65,11 @@ struct LocalEngineOptions {
   QueueOptions segment_queue;        // level 2 (overflow: block)
   SegmentShape segment_shape;
   int segment_count = 0;  // preallocated segments
+  // The policy's declared interface (JSON; empty: TinyVLA's fixed shape)
+  // and, for a bins head, each dimension's bin count (what a segment from
+  // a peer is checked against; empty: nothing to check).
+  std::string policy_interface_json;
+  std::vector<int64_t> action_bins;
   // The instruction table's rows (task_id): env.tasks in order.
   std::vector<std::string> task_names, instructions;
   double duration_s = 60;

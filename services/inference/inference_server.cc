@@ -114,8 +114,8 @@ absl::Status InferenceServer::Infer(
     a = policy->Act(in, /*greedy=*/false);
   }
   // Everything the replies carry comes back in one device-to-host copy (the
-  // batch's one host sync on a GPU): per row, K*A actions, K*A tokens (bins
-  // < 256 are exact in float), K log-probs and the value.
+  // batch's one host sync on a GPU): per row, K*A actions, K*A taken (bins
+  // are exact in float; a Gaussian sample is one), K log-probs and the value.
   const int64_t B = static_cast<int64_t>(batch.size());
   const int64_t k = options_.chunk;
   const int64_t ka = k * options_.action_dim, row = 2 * ka + k + 1;
@@ -127,15 +127,19 @@ absl::Status InferenceServer::Infer(
                  1)
           .to(torch::kCPU)
           .contiguous();
-  const at::Tensor tokens = packed.narrow(1, ka, ka).to(torch::kByte);
+  // One byte per bin index, or the float32 taken as they are.
+  const at::Tensor tokens = options_.taken_bytes == 1
+                                ? packed.narrow(1, ka, ka).to(torch::kByte)
+                                : packed.narrow(1, ka, ka).contiguous();
+  const uint8_t* taken = static_cast<const uint8_t*>(tokens.data_ptr());
+  const int64_t taken_row = ka * options_.taken_bytes;
   const float* host = packed.data_ptr<float>();
   replies.resize(batch.size());
   for (size_t b = 0; b < batch.size(); ++b) {
     const int64_t i = static_cast<int64_t>(b);
     const float* r = host + i * row;
-    replies[b] = {
-        batch[b].env, a.version,    r, tokens.data_ptr<uint8_t>() + i * ka,
-        r + 2 * ka,   r[2 * ka + k]};
+    replies[b] = {batch[b].env,          a.version,  r,
+                  taken + i * taken_row, r + 2 * ka, r[2 * ka + k]};
   }
   const int64_t t1 = SteadyNowNs();
   inference_ms_->Observe((t1 - t0) / 1e6);

@@ -29,10 +29,10 @@ PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
       torch::empty({B, sh.proprio_dim}, HostStaging(device, torch::kFloat));
   at::Tensor task = torch::empty({B}, torch::kLong);  // host: an index
   const size_t img = segs.front()->image_bytes;
-  const int64_t ka = static_cast<int64_t>(sh.chunk) * sh.action_dim;
-  at::Tensor tok;
+  const size_t taken_row = segs.front()->taken_row();
+  at::Tensor tok;  // bytes: one per bin index, or four per float32
   if (tokens != nullptr) {
-    tok = torch::empty({B, sh.chunk, sh.action_dim}, bytes);
+    tok = torch::empty({B, sh.chunk, sh.action_dim * sh.taken_bytes}, bytes);
   }
   for (int64_t b = 0; b < B; ++b) {
     RolloutSegment* s = segs[b];
@@ -44,7 +44,8 @@ PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
                 s->proprio_at(t), sizeof(float) * sh.proprio_dim);
     task.data_ptr<int64_t>()[b] = s->task;
     if (tokens != nullptr) {
-      std::memcpy(tok.data_ptr<uint8_t>() + b * ka, s->tokens_at(t), ka);
+      std::memcpy(tok.data_ptr<uint8_t>() + b * taken_row, s->tokens_at(t),
+                  taken_row);
     }
   }
   // Gathered into staging memory (pinned for a GPU), as the rest.
@@ -52,9 +53,11 @@ PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
   torch::index_select_out(in.text, text, 0, task);
   in.text_len = torch::empty({B}, HostStaging(device, torch::kLong));
   torch::index_select_out(in.text_len, text_len, 0, task);
-  if (tokens != nullptr) {
+  if (tokens != nullptr && sh.taken_bytes == 1) {
     *tokens = torch::empty(tok.sizes(), HostStaging(device, torch::kLong));
     tokens->copy_(tok);
+  } else if (tokens != nullptr) {
+    *tokens = tok.view(torch::kFloat);  // [B, K, A] as sampled
   }
   return in;
 }

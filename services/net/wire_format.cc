@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "rlvla3/v1/rollout.pb.h"
+#include "services/net/taken_bins.h"
 
 namespace rlvla3 {
 namespace {
@@ -198,8 +199,8 @@ void EncodeReply(const ActionReply& r, const WireShape& shape,
   out->set_env_id(static_cast<uint32_t>(r.env));
   SetTensor(out->mutable_actions(), v1::DTYPE_FLOAT32, {K, A}, r.actions,
             sizeof(float) * K * A);
-  SetTensor(out->mutable_action_tokens(), v1::DTYPE_UINT8, {K, A}, r.tokens,
-            static_cast<size_t>(K * A));
+  SetTensor(out->mutable_action_tokens(), TakenDtype(shape.taken_bytes), {K, A},
+            r.tokens, static_cast<size_t>(K * A * shape.taken_bytes));
   SetTensor(out->mutable_log_probs(), v1::DTYPE_FLOAT32, {K}, r.log_probs,
             sizeof(float) * K);
   out->set_value(r.value);
@@ -229,8 +230,9 @@ absl::Status CheckReply(const v1::ActionReply& m, const WireShape& shape) {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckTensor(m.action_tokens(), v1::DTYPE_UINT8, {K, A},
-                                   "reply.action_tokens");
+  if (absl::Status s =
+          CheckTensor(m.action_tokens(), TakenDtype(shape.taken_bytes), {K, A},
+                      "reply.action_tokens");
       !s.ok()) {
     return s;
   }
@@ -251,8 +253,8 @@ ActionReply ReplyView(const v1::ActionReply& m) {
 void EncodeSegment(const RolloutSegment& s, int global_env,
                    v1::TrajectorySegment* out) {
   const SegmentShape& sh = s.shape;
-  const WireShape ws{sh.height, sh.width, sh.proprio_dim, sh.chunk,
-                     sh.action_dim};
+  const WireShape ws{sh.height, sh.width,      sh.proprio_dim,
+                     sh.chunk,  sh.action_dim, sh.taken_bytes};
   const int64_t n = s.n, rows = s.n + (s.has_bootstrap ? 1 : 0);
   out->set_env_id(static_cast<uint32_t>(global_env));
   out->set_task_id(static_cast<uint32_t>(s.task));
@@ -262,9 +264,9 @@ void EncodeSegment(const RolloutSegment& s, int global_env,
   SetImage(out->mutable_images(1), kWrist, rows, ws, s.wrist.data(), true);
   SetTensor(out->mutable_proprio(), v1::DTYPE_FLOAT32, {rows, sh.proprio_dim},
             s.proprio.data(), sizeof(float) * rows * sh.proprio_dim);
-  SetTensor(out->mutable_action_tokens(), v1::DTYPE_UINT8,
+  SetTensor(out->mutable_action_tokens(), TakenDtype(sh.taken_bytes),
             {n, sh.chunk, sh.action_dim}, s.tokens.data(),
-            static_cast<size_t>(n * sh.chunk * sh.action_dim));
+            static_cast<size_t>(n) * s.taken_row());
   SetTensor(out->mutable_behaviour_log_probs(), v1::DTYPE_FLOAT32,
             {n, sh.chunk}, s.log_probs.data(), sizeof(float) * n * sh.chunk);
   SetTensor(out->mutable_values(), v1::DTYPE_FLOAT32, {n}, s.values.data(),
@@ -416,8 +418,9 @@ absl::Status DecodeSegment(const v1::TrajectorySegment& m,
         "segment.images[1].rgb", into->wrist.data());
   check(m.proprio(), v1::DTYPE_FLOAT32, {rows, sh.proprio_dim},
         "segment.proprio", into->proprio.data());
-  check(m.action_tokens(), v1::DTYPE_UINT8, {n, sh.chunk, sh.action_dim},
-        "segment.action_tokens", into->tokens.data());
+  check(m.action_tokens(), TakenDtype(sh.taken_bytes),
+        {n, sh.chunk, sh.action_dim}, "segment.action_tokens",
+        into->tokens.data());
   check(m.behaviour_log_probs(), v1::DTYPE_FLOAT32, {n, sh.chunk},
         "segment.behaviour_log_probs", into->log_probs.data());
   check(m.values(), v1::DTYPE_FLOAT32, {n}, "segment.values",
@@ -432,6 +435,11 @@ absl::Status DecodeSegment(const v1::TrajectorySegment& m,
         into->versions.data());
   if (!status.ok()) return status;
   if (absl::Status s = CheckSegmentValues(m, sh, limits); !s.ok()) return s;
+  if (absl::Status s = CheckTakenBins(m.action_tokens(), sh.taken_bytes,
+                                      limits.bins, "segment.action_tokens");
+      !s.ok()) {
+    return s;
+  }
   for (int i = 0; i < n_copies; ++i) {
     std::memcpy(copies[i].to, copies[i].from->data().data(),
                 copies[i].from->data().size());

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -37,6 +38,7 @@ struct WireShape {
   int height = 64, width = 64;
   int proprio_dim = 8;
   int chunk = 4, action_dim = 7;
+  int taken_bytes = 1;  // action_tokens: 1 uint8 bins, 4 float32
 };
 
 // Level 1, the rollout side: `r`'s data under env id `global_env`.
@@ -77,6 +79,10 @@ struct SegmentLimits {
   bool grpo = false;        // one whole episode per segment (ends_episode)
   // The newest behaviour version a segment may carry (the learner's own).
   uint64_t max_version = std::numeric_limits<uint64_t>::max();
+  // Per action dimension, the policy's bin count: a taken bin must be a
+  // whole number below it. Empty: no bins (a Gaussian's sample, any finite
+  // float).
+  std::vector<int64_t> bins;
 };
 
 // `global_env` is the env's id across workers (the Observation's env_id).

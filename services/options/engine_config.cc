@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "envs/task.h"
 #include "envs/task_file.h"
+#include "policies/action_head.h"
 #include "policies/checkpoint.h"
 #include "policies/device.h"
 #include "policies/instruction_encoder.h"
@@ -321,6 +322,14 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   o.inference = InferenceOptionsOf(c, z, text, text_len);
   o.learner = LearnerRoleOptionsOf(c, z, parts, o.inference);
   SizeQueuesAndSegments(c, z, tasks->max_steps, &o);
+  // What the policy takes per action dimension travels as it declares.
+  if (const std::optional<PolicyInterface> declared =
+          parts.policy->declared_interface()) {
+    o.inference.taken_bytes = o.segment_shape.taken_bytes =
+        TakenBytes(declared->action);
+    o.policy_interface_json = PolicyInterfaceJson(*declared);
+    o.action_bins = declared->action.bins;
+  }
   o.task_names = std::move(tasks->names);
   o.instructions = std::move(tasks->instructions);
   o.duration_s = c.rl.duration_s;

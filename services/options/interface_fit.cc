@@ -57,19 +57,6 @@ absl::Status CheckWhatTheEnvsGive(const PolicyInterface& p,
                                     "dpitch dyaw, gripper)")}
         .ToStatus();
   }
-  if (p.action.kind == ActionKind::kGaussian) {
-    return ConfigError{origin, "action.kind", "gaussian",
-                       "bins: rollouts do not carry continuous actions yet"}
-        .ToStatus();
-  }
-  for (size_t d = 0; d < p.action.bins.size(); ++d) {
-    if (p.action.bins[d] > 256) {
-      return ConfigError{origin, absl::StrCat("action.bins[", d, "]"),
-                         absl::StrCat(p.action.bins[d]),
-                         "at most 256: rollouts carry a bin as one byte"}
-          .ToStatus();
-    }
-  }
   return absl::OkStatus();
 }
 

@@ -1,8 +1,10 @@
 #include "services/options/run_settings.h"
 
+#include <algorithm>
 #include <string>
 
 #include "rlvla3/v1/services.pb.h"
+#include "services/net/taken_bins.h"
 
 namespace rlvla3 {
 
@@ -23,7 +25,11 @@ void FillRunSettings(const LocalEngineOptions& o, const RunLayout& layout,
   r.set_proprio_dim(static_cast<uint32_t>(sh.proprio_dim));
   r.set_chunk(static_cast<uint32_t>(sh.chunk));
   r.set_action_dim(static_cast<uint32_t>(sh.action_dim));
-  r.set_action_bins(256);  // uint8 tokens (ActionTokenizer::kDefaultBins)
+  int64_t bins = o.action_bins.empty() ? 256 : 0;  // TinyVLA's uint8 bins
+  for (int64_t b : o.action_bins) bins = std::max(bins, b);
+  r.set_action_bins(static_cast<uint32_t>(bins));  // 0: a Gaussian head
+  r.set_action_tokens_dtype(TakenDtype(sh.taken_bytes));
+  r.set_policy_interface_json(o.policy_interface_json);
   r.set_execute_steps(static_cast<uint32_t>(ro.execute_steps));
   r.set_max_segment_decisions(static_cast<uint32_t>(sh.capacity));
   r.set_num_envs(static_cast<uint32_t>(GlobalEnvs(o, layout)));
@@ -49,6 +55,7 @@ SegmentLimits SegmentLimitsOf(const LocalEngineOptions& o,
   l.num_tasks = static_cast<int>(o.instructions.size());
   l.execute_steps = o.rollout.execute_steps;
   l.grpo = o.rollout.grpo;
+  l.bins = o.action_bins;
   return l;
 }
 

@@ -87,6 +87,7 @@ absl::StatusOr<SftOptions> SftOptionsFromConfig(const Config& c) {
   t.seed = static_cast<uint64_t>(c.run.seed);
   o.eval = EvalOptionsFromConfig(c);
   o.policy = TinyVLAOptionsFromConfig(c, /*vocab=*/0);
+  if (c.policy.kind == "torchscript") o.torchscript_path = c.policy.path;
   o.eval_episodes = c.sft.eval_episodes;
   o.checkpoint = c.sft.checkpoint;
   o.context = SftCheckpointContext(c);

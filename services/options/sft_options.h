@@ -62,6 +62,9 @@ struct SftOptions {
   CloningOptions cloning;
   EvalOptions eval;
   TinyVLAOptions policy;  // vocab_size: the demos' tokenizer's, set by RunSft
+  // policy.kind=torchscript: the module SFT trains (policy.path), else
+  // TinyVLA of `policy`.
+  std::string torchscript_path;
   int64_t eval_episodes = 0;
   std::string checkpoint;  // "" : <run folder>/checkpoint
   uint64_t seed = 0;

@@ -202,7 +202,7 @@ struct RolloutWorker::Impl {
       EnvCursor& c = cursors[r.env];
       RolloutSegment* s = c.seg;
       const int t = c.slot;
-      std::memcpy(s->tokens_at(t), r.tokens, ka);
+      std::memcpy(s->tokens_at(t), r.tokens, s->taken_row());
       std::memcpy(s->log_probs_at(t), r.log_probs, sizeof(float) * K);
       s->values[t] = r.value;
       s->versions[t] = r.version;

@@ -17,12 +17,14 @@
 #include "envs/env_pool.h"
 #include "envs/scripted_expert.h"
 #include "envs/task_file.h"
+#include "policies/action_head.h"
 #include "policies/action_tokenizer.h"
 #include "policies/checkpoint.h"
 #include "policies/checkpoint_context.h"
 #include "policies/image_augment.h"
 #include "policies/instruction_encoder.h"
 #include "policies/tiny_vla_policy.h"
+#include "policies/torchscript_policy.h"
 #include "runtime/steady_clock.h"
 #include "services/options/config_bridge.h"
 
@@ -31,149 +33,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Copies observations into a PolicyInput (one memcpy per image).
-PolicyInput InputFromObservations(const std::vector<const Observation*>& obs,
-                                  const std::vector<int64_t>& task_of,
-                                  const at::Tensor& text,
-                                  const at::Tensor& lens, int w, int h) {
-  const int64_t B = static_cast<int64_t>(obs.size());
-  PolicyInput in;
-  in.agentview = torch::empty({B, h, w, 3}, torch::kByte);
-  in.wrist = torch::empty({B, h, w, 3}, torch::kByte);
-  in.proprio = torch::empty({B, kProprioDim});
-  const size_t img = static_cast<size_t>(w) * h * 3;
-  for (int64_t b = 0; b < B; ++b) {
-    std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img,
-                obs[b]->agentview.data(), img);
-    std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, obs[b]->wrist.data(),
-                img);
-    std::memcpy(in.proprio.data_ptr<float>() + b * kProprioDim, obs[b]->proprio,
-                sizeof(float) * kProprioDim);
-  }
-  at::Tensor idx = torch::tensor(task_of, torch::kLong);
-  in.text = text.index_select(0, idx);
-  in.text_len = lens.index_select(0, idx);
-  return in;
-}
-
-// One evaluation episode.
-struct EvalJob {
-  std::unique_ptr<ManipulationEnv> env;
-  int task;
-  bool finished = false;
-  bool success = false;
-};
-
-// Each task's episodes and successes, in the tasks' order.
-std::vector<TaskSuccess> Tally(const std::vector<EvalJob>& jobs,
-                               const std::vector<TaskSpec>& tasks) {
-  std::vector<TaskSuccess> out(tasks.size());
-  for (size_t t = 0; t < tasks.size(); ++t) out[t].task = tasks[t].name;
-  for (const EvalJob& j : jobs) {
-    TaskSuccess& t = out[static_cast<size_t>(j.task)];
-    ++t.episodes;
-    t.successes += j.success;
-    t.outcomes.push_back(j.success);
-  }
-  return out;
-}
-
-// The instructions as `policy` reads them (text [T, L], lens [T]).
-absl::Status InstructionTable(const TrainablePolicy& policy,
-                              const TextTokenizer& words,
-                              const std::vector<std::string>& instructions,
-                              int64_t max_len, at::Tensor* text,
-                              at::Tensor* lens) {
-  absl::StatusOr<InstructionEncoder> encoder =
-      InstructionEncoder::Of(policy.declared_interface(), max_len, words);
-  if (!encoder.ok()) return encoder.status();
-  return encoder->EncodeTable(instructions, text, lens);
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<TaskSuccess>> EvaluatePolicy(
-    TrainablePolicy& policy, const TextTokenizer& tokenizer,
-    const EvalOptions& o, const std::vector<TaskSpec>& tasks, int episodes,
-    bool sampled, int first_init, int execute_steps) {
-  if (sampled) torch::manual_seed(o.seed);
-  const EnvOptions& opts = o.env;
-  absl::StatusOr<std::unique_ptr<EglContext>> gl =
-      EglContext::Create(opts.render_backend);
-  if (!gl.ok()) return gl.status();
-  std::vector<std::string> instructions;
-  using Job = EvalJob;
-  std::vector<Job> jobs;
-  for (size_t t = 0; t < tasks.size(); ++t) {
-    instructions.push_back(tasks[t].instruction);
-    absl::StatusOr<std::shared_ptr<const TaskModel>> model =
-        TaskModel::Create(tasks[t], opts);
-    if (!model.ok()) return model.status();
-    absl::StatusOr<std::unique_ptr<Renderer>> r = Renderer::Create(
-        (*model)->model(), opts.image_width, opts.image_height);
-    if (!r.ok()) return r.status();
-    std::shared_ptr<Renderer> shared = *std::move(r);
-    for (int e = 0; e < episodes; ++e) {
-      absl::StatusOr<std::unique_ptr<ManipulationEnv>> env =
-          ManipulationEnv::Create(*model, opts, o.seed, e, shared);
-      if (!env.ok()) return env.status();
-      (*env)->Reset(first_init + e);
-      jobs.push_back(Job{*std::move(env), static_cast<int>(t)});
-    }
-  }
-  at::Tensor text, lens;
-  if (absl::Status s = InstructionTable(policy, tokenizer, instructions,
-                                        o.max_text_len, &text, &lens);
-      !s.ok()) {
-    return s;
-  }
-  const int execute = static_cast<int>(std::min<int64_t>(
-      execute_steps > 0 ? execute_steps : o.execute_steps, policy.chunk()));
-  for (;;) {
-    std::vector<const Observation*> obs;
-    std::vector<int64_t> task_of;
-    std::vector<Job*> active;
-    for (auto& j : jobs) {
-      if (j.finished) continue;
-      active.push_back(&j);
-      obs.push_back(&j.env->observation());
-      task_of.push_back(j.task);
-    }
-    if (active.empty()) break;
-    PolicyInput in = InputFromObservations(obs, task_of, text, lens,
-                                           opts.image_width, opts.image_height);
-    ActResult r = policy.Act(in, /*greedy=*/!sampled);
-    const at::Tensor acts = r.actions.contiguous();
-    const float* a = acts.data_ptr<float>();
-    const int64_t K = acts.size(1);
-    for (size_t b = 0; b < active.size(); ++b) {
-      for (int k = 0; k < execute && !active[b]->finished; ++k) {
-        // The next decision reads the images of the last executed step only.
-        if (k + 1 < execute) active[b]->env->SkipImagesOnNextStep();
-        absl::StatusOr<StepResult> s = active[b]->env->Step(
-            absl::MakeConstSpan(a + (b * K + k) * kActionDim, kActionDim));
-        if (!s.ok()) return s.status();
-        if (s->done || s->truncated) {
-          active[b]->finished = true;
-          active[b]->success = s->success;
-        }
-      }
-    }
-  }
-  return Tally(jobs, tasks);
-}
-
-namespace {
-
 // The demonstrations as tensors over the DemoSet's memory (no copies), and
-// the instruction table.
+// the instruction table (as the policy reads it).
 struct SftData {
   int64_t n = 0;
-  at::Tensor agentview, wrist, proprio, task, action_tokens, text, text_len;
+  at::Tensor agentview, wrist, proprio, task, action_tokens, actions, text,
+      text_len;
 };
 
-SftData MakeSftData(DemoSet& demos, const TextTokenizer& tok,
-                    int64_t max_text_len) {
+absl::StatusOr<SftData> MakeSftData(DemoSet& demos,
+                                    const InstructionEncoder& encoder) {
   SftData d;
   d.n = static_cast<int64_t>(demos.size());
   const int64_t N = d.n, H = demos.height, W = demos.width, K = demos.chunk;
@@ -186,8 +55,13 @@ SftData MakeSftData(DemoSet& demos, const TextTokenizer& tok,
       torch::from_blob(demos.task.data(), {N}, torch::kInt).to(torch::kLong);
   d.action_tokens = torch::from_blob(demos.action_tokens.data(),
                                      {N, K, kActionDim}, torch::kLong);
-  EncodeInstructionTable(demos.instructions, tok, max_text_len, &d.text,
-                         &d.text_len);
+  d.actions =
+      torch::from_blob(demos.actions.data(), {N, K, kActionDim}, torch::kFloat);
+  if (absl::Status s =
+          encoder.EncodeTable(demos.instructions, &d.text, &d.text_len);
+      !s.ok()) {
+    return s;
+  }
   return d;
 }
 
@@ -202,20 +76,55 @@ at::Tensor SoftLabels(int64_t bins, double sigma_bins) {
   return labels / labels.sum(1, /*keepdim=*/true);
 }
 
-// Behaviour cloning: AdamW on the soft cross-entropy against the expert's
-// bins, epochs of random minibatches (images randomly shifted), until the
-// epochs or sft.time_budget_s run out.
+// The cloning loss of a minibatch `in` (samples `idx` of the data), in
+// nats per action dimension.
+using SftLoss =
+    std::function<at::Tensor(const PolicyInput& in, const at::Tensor& idx)>;
+
+// TinyVLA: the cross-entropy against the expert's bins, softened over
+// neighbouring bins (bins are ordinal: a near miss is better than a far one).
+SftLoss TinyVLALoss(TinyVLA net, const SftData& data, double sigma_bins) {
+  const at::Tensor labels = SoftLabels(net->options().bins(), sigma_bins);
+  return [net, &data, labels](const PolicyInput& in,
+                              const at::Tensor& idx) mutable {
+    at::Tensor logp =
+        torch::log_softmax(net->forward(in, /*packed=*/true).logits, -1);
+    at::Tensor target =
+        labels
+            .index_select(0, data.action_tokens.index_select(0, idx).flatten())
+            .view(logp.sizes());
+    return -(target * logp).sum(-1).mean();
+  };
+}
+
+// A declared policy: the negative log-likelihood of the expert's actions
+// under its own action head (policies/action_head.h), the controller's
+// actions mapped into the policy's range and bins.
+SftLoss DeclaredLoss(TrainablePolicy& policy, const ActionHead& head,
+                     const SftData& data) {
+  const at::Tensor targets = head.FromControl(data.actions);
+  const double dims = static_cast<double>(head.space().size);
+  return
+      [&policy, targets, dims](const PolicyInput& in, const at::Tensor& idx) {
+        const at::Tensor taken = targets.index_select(0, idx);
+        return -policy.Evaluate(in, taken).log_probs.mean() / dims;
+      };
+}
+
+// Behaviour cloning: AdamW on `loss`, epochs of random minibatches (images
+// randomly shifted), until the epochs or sft.time_budget_s run out.
 class SftTrainer {
  public:
-  SftTrainer(const CloningOptions& o, TinyVLA net, const SftData& data,
+  SftTrainer(const CloningOptions& o, TrainablePolicy& policy, SftLoss loss,
+             const SftData& data,
              const std::function<void(const std::string&)>& progress)
       : o_(o),
-        net_(std::move(net)),
+        policy_(policy),
+        loss_(std::move(loss)),
         data_(data),
         progress_(progress),
-        opt_(net_->parameters(),
+        opt_(AllParameters(policy),
              torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
-        soft_labels_(SoftLabels(net_->options().bins(), o.label_sigma_bins)),
         augment_rng_(o.seed),
         batch_(std::min<int64_t>(o.batch_size, data.n)),
         steps_per_epoch_(std::max<int64_t>(1, data.n / batch_)),
@@ -224,11 +133,12 @@ class SftTrainer {
   void Train(SftResult* result) {
     const auto t0 = Clock::now();
     auto last_report = Clock::now();
-    net_->train();
+    policy_.SetTraining(true);
     for (int64_t epoch = 0; epoch < o_.epochs; ++epoch) {
       at::Tensor perm = torch::randperm(data_.n, torch::kLong);
       for (int64_t s = 0; s < steps_per_epoch_; ++s) {
-        at::Tensor loss = Loss(perm.narrow(0, s * batch_, batch_));
+        const at::Tensor idx = perm.narrow(0, s * batch_, batch_);
+        at::Tensor loss = loss_(Batch(idx), idx);
         opt_.zero_grad();
         loss.backward();
         opt_.step();
@@ -251,9 +161,20 @@ class SftTrainer {
   }
 
  private:
-  // Cross-entropy against the expert's bins, softened over neighbouring
-  // bins (bins are ordinal: a near miss is better than a far one).
-  at::Tensor Loss(const at::Tensor& idx) {
+  // TinyVLA's parameters in the order its module lists them (the same
+  // optimizer as before the policy was generic); another policy's groups.
+  static std::vector<at::Tensor> AllParameters(TrainablePolicy& policy) {
+    if (auto* tiny = dynamic_cast<TinyVLAPolicy*>(&policy)) {
+      return tiny->net()->parameters();
+    }
+    TrainablePolicy::ParameterGroups g = policy.Parameters();
+    std::vector<at::Tensor> all = g.weights;
+    all.insert(all.end(), g.value.begin(), g.value.end());
+    all.insert(all.end(), g.action_scale.begin(), g.action_scale.end());
+    return all;
+  }
+
+  PolicyInput Batch(const at::Tensor& idx) {
     PolicyInput in;
     in.agentview = RandomShift(data_.agentview.index_select(0, idx),
                                o_.augment_shift_px, &augment_rng_);
@@ -263,13 +184,7 @@ class SftTrainer {
     at::Tensor task = data_.task.index_select(0, idx);
     in.text = data_.text.index_select(0, task);
     in.text_len = data_.text_len.index_select(0, task);
-    at::Tensor logp =
-        torch::log_softmax(net_->forward(in, /*packed=*/true).logits, -1);
-    at::Tensor target =
-        soft_labels_
-            .index_select(0, data_.action_tokens.index_select(0, idx).flatten())
-            .view(logp.sizes());
-    return -(target * logp).sum(-1).mean();
+    return in;
   }
 
   void Report(int64_t epoch, const SftResult& r, double elapsed) {
@@ -288,21 +203,21 @@ class SftTrainer {
     result->train_s = SecondsSince(t0);
     result->samples_per_s =
         static_cast<double>(result->optimizer_steps * batch_) / result->train_s;
-    net_->eval();
+    policy_.SetTraining(false);
   }
 
   const CloningOptions o_;
-  TinyVLA net_;
+  TrainablePolicy& policy_;
+  const SftLoss loss_;
   const SftData& data_;
   const std::function<void(const std::string&)>& progress_;
   torch::optim::AdamW opt_;
-  at::Tensor soft_labels_;
   std::mt19937_64 augment_rng_;
   const int64_t batch_, steps_per_epoch_, total_steps_;
 };
 
 // The trained policy's greedy success per task; the mean over tasks.
-absl::Status EvaluateSft(const SftOptions& o, TinyVLAPolicy& policy,
+absl::Status EvaluateSft(const SftOptions& o, TrainablePolicy& policy,
                          const TextTokenizer& tok, SftResult* result) {
   const auto t0 = Clock::now();
   absl::StatusOr<std::vector<TaskSuccess>> ev =
@@ -315,6 +230,58 @@ absl::Status EvaluateSft(const SftOptions& o, TinyVLAPolicy& policy,
   for (const auto& t : result->eval)
     sum += double(t.successes) / std::max(1, t.episodes);
   result->mean_success = result->eval.empty() ? 0 : sum / result->eval.size();
+  return absl::OkStatus();
+}
+
+// The policy SFT trains: the user's declared TorchScript module, or a new
+// TinyVLA over the demos' vocabulary (seeded by RunSft's manual_seed).
+absl::StatusOr<std::shared_ptr<TrainablePolicy>> SftPolicy(
+    const SftOptions& o, const TextTokenizer& tok) {
+  if (o.torchscript_path.empty()) {
+    return std::make_shared<TinyVLAPolicy>(
+        TinyVLA(TinyVLAOptions(o.policy).vocab_size(tok.size())), 0);
+  }
+  absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
+      TorchScriptPolicy::Load(o.torchscript_path, /*bins=*/256,
+                              o.policy.max_text_len());
+  if (!p.ok()) return p.status();
+  if (!(*p)->declared_interface()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.torchscript_path,
+        ": SFT trains a policy that declares its interface (docs/policies.md); "
+        "this module has act/evaluate only"));
+  }
+  return std::shared_ptr<TrainablePolicy>(*std::move(p));
+}
+
+// Trains `policy` on the demos with its loss; the result's figures.
+absl::Status Clone(const SftOptions& o, TrainablePolicy& policy,
+                   const TextTokenizer& tok, DemoSet& demos,
+                   const std::function<void(const std::string&)>& progress,
+                   SftResult* result) {
+  const std::optional<PolicyInterface> declared = policy.declared_interface();
+  absl::StatusOr<InstructionEncoder> encoder =
+      InstructionEncoder::Of(declared, policy.max_text_len(), tok);
+  if (!encoder.ok()) return encoder.status();
+  absl::StatusOr<SftData> data = MakeSftData(demos, *encoder);
+  if (!data.ok()) return data.status();
+  const TrainablePolicy::ParameterGroups groups = policy.Parameters();
+  for (const auto* g : {&groups.weights, &groups.value, &groups.action_scale}) {
+    for (const at::Tensor& p : *g) result->parameters += p.numel();
+  }
+  std::unique_ptr<ActionHead> head;
+  SftLoss loss;
+  if (declared) {
+    absl::StatusOr<std::unique_ptr<ActionHead>> h =
+        MakeActionHead(declared->action);
+    if (!h.ok()) return h.status();
+    head = *std::move(h);
+    loss = DeclaredLoss(policy, *head, *data);
+  } else {
+    loss = TinyVLALoss(dynamic_cast<TinyVLAPolicy&>(policy).net(), *data,
+                       o.cloning.label_sigma_bins);
+  }
+  SftTrainer(o.cloning, policy, std::move(loss), *data, progress).Train(result);
   return absl::OkStatus();
 }
 
@@ -347,22 +314,25 @@ absl::StatusOr<SftResult> RunSft(
       demos->episodes, demos->size(), demos->attempts, result.collect_s);
 
   TextTokenizer tok = TextTokenizer::Build(demos->instructions);
-  TinyVLA net(TinyVLAOptions(o.policy).vocab_size(tok.size()));
-  TinyVLAPolicy policy(net, 0);
-  for (const auto& p : net->parameters()) result.parameters += p.numel();
-  const SftData data = MakeSftData(*demos, tok, o.policy.max_text_len());
-  SftTrainer(o.cloning, net, data, progress).Train(&result);
-  policy.set_version(static_cast<uint64_t>(result.optimizer_steps));
+  absl::StatusOr<std::shared_ptr<TrainablePolicy>> policy = SftPolicy(o, tok);
+  if (!policy.ok()) return policy.status();
+  result.policy_kind = (*policy)->kind();
+  if (absl::Status s = Clone(o, **policy, tok, *demos, progress, &result);
+      !s.ok()) {
+    return s;
+  }
+  (*policy)->set_version(static_cast<uint64_t>(result.optimizer_steps));
 
   result.checkpoint =
       o.checkpoint.empty() ? run_dir + "/checkpoint" : o.checkpoint;
   if (absl::Status s =
-          SaveCheckpoint(result.checkpoint, net, tok, policy.version());
+          (*policy)->Save(result.checkpoint, tok, (*policy)->version());
       !s.ok()) {
     return s;
   }
   CheckpointContext context = o.context;
   context.expert_steps = demos->MedianExpertSteps();
+  context.interface = (*policy)->declared_interface();
   spdlog::info("sft: the experts' median episode length {} steps",
                context.expert_steps);
   if (absl::Status s = WriteCheckpointContext(result.checkpoint, context);
@@ -372,7 +342,7 @@ absl::StatusOr<SftResult> RunSft(
   if (o.eval_episodes > 0) {
     progress(absl::StrFormat("sft: evaluating %d episodes per task",
                              o.eval_episodes));
-    if (absl::Status s = EvaluateSft(o, policy, tok, &result); !s.ok())
+    if (absl::Status s = EvaluateSft(o, **policy, tok, &result); !s.ok())
       return s;
   }
   return result;
@@ -398,12 +368,13 @@ std::string FormatSftResult(const SftResult& r) {
   absl::StrAppendFormat(
       &out,
       "SFT: %d demo episodes (%d samples) collected in %.0f s; %d optimizer "
-      "steps in %.0f s (%.0f samples/s, final loss %.3f nats/dim); TinyVLA "
+      "steps in %.0f s (%.0f samples/s, final loss %.3f nats/dim); %s "
       "%.2f M parameters; eval %.0f s\n"
       "mean success %.1f%%; checkpoint %s\n",
       r.demo_episodes, r.demo_samples, r.collect_s, r.optimizer_steps,
-      r.train_s, r.samples_per_s, r.final_loss, r.parameters / 1e6, r.eval_s,
-      100 * r.mean_success, r.checkpoint);
+      r.train_s, r.samples_per_s, r.final_loss,
+      r.policy_kind == "tiny_vla" ? "TinyVLA" : r.policy_kind,
+      r.parameters / 1e6, r.eval_s, 100 * r.mean_success, r.checkpoint);
   return out;
 }
 

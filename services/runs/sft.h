@@ -37,6 +37,7 @@ struct DemoSet {
   std::vector<float> proprio;             // [N, 8]
   std::vector<int32_t> task;              // [N]
   std::vector<int64_t> action_tokens;  // [N, K, 7]: the next K expert actions
+  std::vector<float> actions;  // [N, K, 7]: the same, as the controller's
   int64_t episodes = 0;
   int64_t attempts = 0;  // expert episodes run (successful or not)
   // Each kept episode's task and length (control steps).
@@ -64,6 +65,7 @@ struct SftResult {
   double final_loss = 0;
   double samples_per_s = 0;
   int64_t parameters = 0;
+  std::string policy_kind = "tiny_vla";  // TrainablePolicy::kind()
   std::vector<TaskSuccess> eval;
   double mean_success = 0;
   std::string checkpoint;

@@ -112,9 +112,11 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
       d.task.push_back(task);
       for (int k = 0; k < chunk; ++k) {
         const int64_t src = std::min<int64_t>(t + k, e.steps - 1);
-        for (int j = 0; j < kActionDim; ++j)
-          d.action_tokens.push_back(
-              tok.Encode(e.actions[src * kActionDim + j]));
+        for (int j = 0; j < kActionDim; ++j) {
+          const float a = e.actions[src * kActionDim + j];
+          d.action_tokens.push_back(tok.Encode(a));
+          d.actions.push_back(a);
+        }
       }
       for (size_t p = 0; p < r.proprio.size(); ++p) {
         const int64_t n = r.proprio[p].size;

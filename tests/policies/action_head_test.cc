@@ -175,6 +175,26 @@ TEST(ActionHead, GaussianSamplesAreClippedToTheControllerOnly) {
   EXPECT_FLOAT_EQ(ctrl[2][0][0].item<float>(), 1.0f);
 }
 
+TEST(ActionHead, FromControlIsToControlsInverse) {
+  const at::Tensor ctrl = torch::linspace(-1, 1, 21).view({3, 1, 7});
+  // Bins: the bin holding each value, whose centre is within half a bin.
+  std::unique_ptr<ActionHead> bins =
+      Make(Bins({256, 64, 5, 2, 512, 3, 7}, std::vector<double>(7, -1.0),
+                {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0}));
+  const at::Tensor taken = bins->FromControl(ctrl);
+  EXPECT_EQ(taken.scalar_type(), torch::kLong);
+  const at::Tensor back = bins->ToControl(taken);
+  const at::Tensor half = torch::tensor({1.0 / 256, 1.0 / 64, 1.0 / 5, 1.0 / 2,
+                                         1.0 / 512, 1.0 / 3, 1.0 / 7})
+                              .view({1, 1, 7});
+  EXPECT_TRUE(((back - ctrl).abs() <= half + 1e-6).all().item<bool>());
+  // A Gaussian over another range: exact.
+  std::unique_ptr<ActionHead> g = Make(Gaussian(7, -0.5, 2.0));
+  EXPECT_TRUE(
+      torch::allclose(g->ToControl(g->FromControl(ctrl)), ctrl, 1e-5, 1e-6));
+  EXPECT_NEAR(g->FromControl(ctrl)[0][0][0].item<double>(), -0.5, 1e-6);
+}
+
 TEST(ActionHead, ASpaceOutOfRangeIsRefusedNamingTheField) {
   absl::StatusOr<std::unique_ptr<ActionHead>> h =
       MakeActionHead(Bins({256, 1}, {-1, -1}, {1, 1}));

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -94,6 +95,15 @@ TEST(DeclaredPolicy, AGaussianChunkOfEightActsAndTrainsThroughItsHead) {
   e.log_probs.sum().backward();
   EXPECT_FALSE((*p)->Parameters().weights.empty());
   EXPECT_TRUE((*p)->Parameters().weights.front().grad().defined());
+  // At a temperature the stds widen; what it took still scores the same in
+  // the learner's Evaluate.
+  ASSERT_TRUE((*p)->SetActionTemperature(2.0).ok());
+  const ActResult hot = (*p)->Act(in, /*greedy=*/false);
+  const EvalResult hot_e = (*p)->Evaluate(in, hot.tokens);
+  EXPECT_TRUE(torch::allclose(hot.log_probs, hot_e.log_probs, 1e-4, 1e-5));
+  EXPECT_NEAR((hot_e.entropy - e.entropy).mean().item<double>(),
+              7 * std::log(2.0), 1e-4);  // + log 2 per dimension
+  ASSERT_TRUE((*p)->SetActionTemperature(1.0).ok());
   // Saved and loaded back, it declares the same.
   ASSERT_TRUE((*p)->Save(dir.File("ck"), TextTokenizer(), 3).ok());
   absl::StatusOr<PolicyCheckpoint> back = LoadPolicyCheckpoint(dir.File("ck"));

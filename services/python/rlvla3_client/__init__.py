@@ -135,20 +135,24 @@ class WireShape:
     proprio_dim: int = 8
     chunk: int = 4
     action_dim: int = 7
+    # How a taken action travels: uint8 bins, or float32 (a Gaussian sample;
+    # bins above 256) -- RunSettings.action_tokens_dtype.
+    tokens_dtype: int = tensor_pb2.DTYPE_UINT8
 
     @staticmethod
     def from_settings(s) -> "WireShape":
         """The shape a run's RunSettings describe."""
         return WireShape(height=s.image_height, width=s.image_width,
                          proprio_dim=s.proprio_dim, chunk=s.chunk,
-                         action_dim=s.action_dim)
+                         action_dim=s.action_dim,
+                         tokens_dtype=s.action_tokens_dtype or tensor_pb2.DTYPE_UINT8)
 
 
 @dataclasses.dataclass
 class Reply:
     env_id: int
     actions: List[List[float]]  # [K][A] in [-1, 1]
-    tokens: bytes               # K * A bins
+    tokens: bytes               # K * A taken, in WireShape.tokens_dtype
     log_probs: List[float]      # [K]
     value: float
     version: int
@@ -329,7 +333,7 @@ class SegmentBuilder:
             success=bool(success and self._dones and self._dones[-1]),
             episode_return=sum(self._rewards),
             proprio=_tensor(f32, [rows, s.proprio_dim], _floats(pr)),
-            action_tokens=_tensor(u8, [n, s.chunk, s.action_dim],
+            action_tokens=_tensor(s.tokens_dtype, [n, s.chunk, s.action_dim],
                                   b"".join(self._tokens)),
             behaviour_log_probs=_tensor(f32, [n, s.chunk],
                                         _floats(self._log_probs)),

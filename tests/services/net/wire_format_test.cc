@@ -84,6 +84,52 @@ TEST(WireFormat, SegmentRoundTripsExactly) {
   EXPECT_TRUE(b.episode_end && b.success);
 }
 
+// What a declared policy took travels as it declares (issue 50): float32
+// samples of a Gaussian head round-trip bit for bit, and bins are checked
+// against each dimension's count, whatever their width on the wire.
+TEST(WireFormat, TakenActionsTravelAsDeclaredAndBinsAreCheckedPerDimension) {
+  SegmentShape wide = Shape();
+  wide.taken_bytes = 4;
+  RolloutSegment a(wide), b(wide);
+  Fill(&a, 4, true);
+  float* taken = reinterpret_cast<float*>(a.tokens.data());
+  const size_t n = a.tokens.size() / sizeof(float);
+  for (size_t i = 0; i < n; ++i) taken[i] = -0.37f * static_cast<float>(i);
+  v1::TrajectorySegment m;
+  EncodeSegment(a, a.env_id, &m);
+  EXPECT_EQ(m.action_tokens().dtype(), v1::DTYPE_FLOAT32);
+  ASSERT_TRUE(DecodeSegment(m, SegmentLimits{}, &b).ok());
+  EXPECT_EQ(0,
+            std::memcmp(a.tokens.data(), b.tokens.data(), 4 * a.taken_row()));
+  // As bins (whole numbers below 512 in dimension 0, 2 in the others), the
+  // samples are refused, naming the first value and its dimension.
+  SegmentLimits bins;
+  bins.bins = {512, 2, 2, 2, 2, 2, 2};
+  for (size_t i = 0; i < n; ++i) taken[i] = (i % 7 == 0) ? 300.0f : 1.0f;
+  EncodeSegment(a, a.env_id, &m);
+  EXPECT_TRUE(DecodeSegment(m, bins, &b).ok());
+  taken[8] = 2.0f;  // dimension 1 has bins 0 and 1
+  EncodeSegment(a, a.env_id, &m);
+  absl::Status s = DecodeSegment(m, bins, &b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "segment.action_tokens[8] = 2: not a bin of dimension 1 (whole "
+            "numbers 0 to 1)");
+  taken[8] = 0.5f;
+  EncodeSegment(a, a.env_id, &m);
+  EXPECT_FALSE(DecodeSegment(m, bins, &b).ok());
+  // One byte per bin: a byte past a dimension's count is refused too.
+  RolloutSegment c(Shape()), d(Shape());
+  Fill(&c, 4, true);
+  std::fill(c.tokens.begin(), c.tokens.end(), 1);
+  c.tokens[3] = 2;
+  EncodeSegment(c, c.env_id, &m);
+  EXPECT_EQ(m.action_tokens().dtype(), v1::DTYPE_UINT8);
+  s = DecodeSegment(m, bins, &d);
+  EXPECT_NE(s.message().find("segment.action_tokens[3] = 2"), std::string::npos)
+      << s;
+}
+
 TEST(WireFormat, MalformedSegmentIsRefusedNamingTheField) {
   RolloutSegment a(Shape()), b(Shape());
   Fill(&a, 4, true);

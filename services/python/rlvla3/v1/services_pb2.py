@@ -12,41 +12,42 @@ _sym_db = _symbol_database.Default()
 
 
 from rlvla3.v1 import rollout_pb2 as rlvla3_dot_v1_dot_rollout__pb2
+from rlvla3.v1 import tensor_pb2 as rlvla3_dot_v1_dot_tensor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18rlvla3/v1/services.proto\x12\trlvla3.v1\x1a\x17rlvla3/v1/rollout.proto\"\x89\x04\n\x0bRunSettings\x12\x14\n\x0cimage_height\x18\x01 \x01(\r\x12\x13\n\x0bimage_width\x18\x02 \x01(\r\x12\x0f\n\x07\x63\x61meras\x18\x03 \x03(\t\x12\x13\n\x0bproprio_dim\x18\x04 \x01(\r\x12\r\n\x05\x63hunk\x18\x05 \x01(\r\x12\x12\n\naction_dim\x18\x06 \x01(\r\x12\x13\n\x0b\x61\x63tion_bins\x18\x07 \x01(\r\x12\x15\n\rexecute_steps\x18\x08 \x01(\r\x12\x1d\n\x15max_segment_decisions\x18\t \x01(\r\x12\x10\n\x08num_envs\x18\n \x01(\r\x12\x17\n\x0f\x65nvs_per_worker\x18\x0b \x01(\r\x12\x17\n\x0frollout_workers\x18\x0c \x01(\r\x12\x12\n\ntask_names\x18\r \x03(\t\x12\x14\n\x0cinstructions\x18\x0e \x03(\t\x12\x11\n\talgorithm\x18\x0f \x01(\t\x12\x17\n\x0fgrpo_group_size\x18\x10 \x01(\r\x12\x0c\n\x04mode\x18\x11 \x01(\t\x12\x16\n\x0emax_policy_lag\x18\x12 \x01(\r\x12\x14\n\x0cglobal_batch\x18\x13 \x01(\x04\x12!\n\x19units_per_env_per_version\x18\x14 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x15 \x01(\x04\x12\x15\n\rlearner_ranks\x18\x16 \x01(\r\x12\x13\n\x0broute_block\x18\x17 \x01(\r\"J\n\x10HeartbeatRequest\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12%\n\x06status\x18\x02 \x01(\x0b\x32\x15.rlvla3.v1.RoleStatus\"F\n\x0eHeartbeatReply\x12\x1b\n\x13learner_incarnation\x18\x01 \x01(\x04\x12\x17\n\x0flearner_starved\x18\x02 \x01(\x04\"g\n\x0bRosterEntry\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x10\n\x08silent_s\x18\x02 \x01(\x01\x12\x0e\n\x06silent\x18\x03 \x01(\x08\x12%\n\x06status\x18\x04 \x01(\x0b\x32\x15.rlvla3.v1.RoleStatus\"F\n\nRoleRoster\x12%\n\x05roles\x18\x01 \x03(\x0b\x32\x16.rlvla3.v1.RosterEntry\x12\x11\n\ttimeout_s\x18\x02 \x01(\x01\"E\n\x11PushSegmentsReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\x12\x18\n\x10rejected_invalid\x18\x03 \x01(\x04J\x04\x08\x02\x10\x03\"A\n\x12WeightSubscription\x12\x14\n\x0chave_version\x18\x01 \x01(\x04\x12\x15\n\rversions_only\x18\x02 \x01(\x08\"\x14\n\x12RolloutStopRequest\"\x0f\n\rStatusRequest\"\x94\x04\n\nRoleStatus\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07running\x18\x02 \x01(\x08\x12\x16\n\x0epolicy_version\x18\x03 \x01(\x04\x12\x10\n\x08uptime_s\x18\x04 \x01(\x01\x12\x18\n\x10\x65nv_frames_per_s\x18\x05 \x01(\x01\x12\x1a\n\x12observations_per_s\x18\x06 \x01(\x01\x12\x1d\n\x15trained_samples_per_s\x18\x07 \x01(\x01\x12\x12\n\nenv_frames\x18\x08 \x01(\x04\x12\x14\n\x0cobservations\x18\t \x01(\x04\x12\x17\n\x0ftrained_samples\x18\n \x01(\x04\x12\x17\n\x0foptimizer_steps\x18\x0b \x01(\x04\x12\x10\n\x08\x65pisodes\x18\x0c \x01(\x04\x12\x11\n\tsuccesses\x18\r \x01(\x04\x12\x13\n\x0bqueue_depth\x18\x0e \x01(\r\x12\x1a\n\x12\x64iscarded_segments\x18\x0f \x01(\x04\x12\x18\n\x10invalid_requests\x18\x10 \x01(\x04\x12\r\n\x05\x65rror\x18\x11 \x01(\t\x12\x1d\n\x15observation_failovers\x18\x12 \x01(\x04\x12\x1c\n\x14inference_reconnects\x18\x13 \x01(\x04\x12\x12\n\nenv_faults\x18\x14 \x01(\x04\x12\x12\n\nbatch_mean\x18\x15 \x01(\x01\x12\x0f\n\x07\x62\x61tches\x18\x17 \x01(\x04\x12\x17\n\x0f\x64ropped_samples\x18\x16 \x01(\x04\x32\x84\x01\n\tInference\x12\x39\n\x03\x41\x63t\x12\x16.rlvla3.v1.Observation\x1a\x16.rlvla3.v1.ActionReply(\x01\x30\x01\x12<\n\tGetStatus\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleStatus2\xa7\x02\n\x07Learner\x12L\n\x0cPushSegments\x12\x1c.rlvla3.v1.TrajectorySegment\x1a\x1c.rlvla3.v1.PushSegmentsReply(\x01\x12L\n\x10SubscribeWeights\x12\x1d.rlvla3.v1.WeightSubscription\x1a\x17.rlvla3.v1.WeightUpdate0\x01\x12<\n\tGetStatus\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleStatus\x12\x42\n\x0eGetRunSettings\x12\x18.rlvla3.v1.StatusRequest\x1a\x16.rlvla3.v1.RunSettings2\x8b\x01\n\x06Roster\x12\x43\n\tHeartbeat\x12\x1b.rlvla3.v1.HeartbeatRequest\x1a\x19.rlvla3.v1.HeartbeatReply\x12<\n\tListRoles\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleRoster2\x8c\x01\n\x0eRolloutControl\x12<\n\tGetStatus\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleStatus\x12<\n\x04Stop\x12\x1d.rlvla3.v1.RolloutStopRequest\x1a\x15.rlvla3.v1.RoleStatusb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18rlvla3/v1/services.proto\x12\trlvla3.v1\x1a\x17rlvla3/v1/rollout.proto\x1a\x16rlvla3/v1/tensor.proto\"\xd7\x04\n\x0bRunSettings\x12\x14\n\x0cimage_height\x18\x01 \x01(\r\x12\x13\n\x0bimage_width\x18\x02 \x01(\r\x12\x0f\n\x07\x63\x61meras\x18\x03 \x03(\t\x12\x13\n\x0bproprio_dim\x18\x04 \x01(\r\x12\r\n\x05\x63hunk\x18\x05 \x01(\r\x12\x12\n\naction_dim\x18\x06 \x01(\r\x12\x13\n\x0b\x61\x63tion_bins\x18\x07 \x01(\r\x12\x15\n\rexecute_steps\x18\x08 \x01(\r\x12\x1d\n\x15max_segment_decisions\x18\t \x01(\r\x12\x10\n\x08num_envs\x18\n \x01(\r\x12\x17\n\x0f\x65nvs_per_worker\x18\x0b \x01(\r\x12\x17\n\x0frollout_workers\x18\x0c \x01(\r\x12\x12\n\ntask_names\x18\r \x03(\t\x12\x14\n\x0cinstructions\x18\x0e \x03(\t\x12\x11\n\talgorithm\x18\x0f \x01(\t\x12\x17\n\x0fgrpo_group_size\x18\x10 \x01(\r\x12\x0c\n\x04mode\x18\x11 \x01(\t\x12\x16\n\x0emax_policy_lag\x18\x12 \x01(\r\x12\x14\n\x0cglobal_batch\x18\x13 \x01(\x04\x12!\n\x19units_per_env_per_version\x18\x14 \x01(\x04\x12\x16\n\x0epolicy_version\x18\x15 \x01(\x04\x12\x15\n\rlearner_ranks\x18\x16 \x01(\r\x12\x13\n\x0broute_block\x18\x17 \x01(\r\x12-\n\x13\x61\x63tion_tokens_dtype\x18\x18 \x01(\x0e\x32\x10.rlvla3.v1.DType\x12\x1d\n\x15policy_interface_json\x18\x19 \x01(\t\"J\n\x10HeartbeatRequest\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12%\n\x06status\x18\x02 \x01(\x0b\x32\x15.rlvla3.v1.RoleStatus\"F\n\x0eHeartbeatReply\x12\x1b\n\x13learner_incarnation\x18\x01 \x01(\x04\x12\x17\n\x0flearner_starved\x18\x02 \x01(\x04\"g\n\x0bRosterEntry\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x10\n\x08silent_s\x18\x02 \x01(\x01\x12\x0e\n\x06silent\x18\x03 \x01(\x08\x12%\n\x06status\x18\x04 \x01(\x0b\x32\x15.rlvla3.v1.RoleStatus\"F\n\nRoleRoster\x12%\n\x05roles\x18\x01 \x03(\x0b\x32\x16.rlvla3.v1.RosterEntry\x12\x11\n\ttimeout_s\x18\x02 \x01(\x01\"E\n\x11PushSegmentsReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\x12\x18\n\x10rejected_invalid\x18\x03 \x01(\x04J\x04\x08\x02\x10\x03\"A\n\x12WeightSubscription\x12\x14\n\x0chave_version\x18\x01 \x01(\x04\x12\x15\n\rversions_only\x18\x02 \x01(\x08\"\x14\n\x12RolloutStopRequest\"\x0f\n\rStatusRequest\"\x94\x04\n\nRoleStatus\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07running\x18\x02 \x01(\x08\x12\x16\n\x0epolicy_version\x18\x03 \x01(\x04\x12\x10\n\x08uptime_s\x18\x04 \x01(\x01\x12\x18\n\x10\x65nv_frames_per_s\x18\x05 \x01(\x01\x12\x1a\n\x12observations_per_s\x18\x06 \x01(\x01\x12\x1d\n\x15trained_samples_per_s\x18\x07 \x01(\x01\x12\x12\n\nenv_frames\x18\x08 \x01(\x04\x12\x14\n\x0cobservations\x18\t \x01(\x04\x12\x17\n\x0ftrained_samples\x18\n \x01(\x04\x12\x17\n\x0foptimizer_steps\x18\x0b \x01(\x04\x12\x10\n\x08\x65pisodes\x18\x0c \x01(\x04\x12\x11\n\tsuccesses\x18\r \x01(\x04\x12\x13\n\x0bqueue_depth\x18\x0e \x01(\r\x12\x1a\n\x12\x64iscarded_segments\x18\x0f \x01(\x04\x12\x18\n\x10invalid_requests\x18\x10 \x01(\x04\x12\r\n\x05\x65rror\x18\x11 \x01(\t\x12\x1d\n\x15observation_failovers\x18\x12 \x01(\x04\x12\x1c\n\x14inference_reconnects\x18\x13 \x01(\x04\x12\x12\n\nenv_faults\x18\x14 \x01(\x04\x12\x12\n\nbatch_mean\x18\x15 \x01(\x01\x12\x0f\n\x07\x62\x61tches\x18\x17 \x01(\x04\x12\x17\n\x0f\x64ropped_samples\x18\x16 \x01(\x04\x32\x84\x01\n\tInference\x12\x39\n\x03\x41\x63t\x12\x16.rlvla3.v1.Observation\x1a\x16.rlvla3.v1.ActionReply(\x01\x30\x01\x12<\n\tGetStatus\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleStatus2\xa7\x02\n\x07Learner\x12L\n\x0cPushSegments\x12\x1c.rlvla3.v1.TrajectorySegment\x1a\x1c.rlvla3.v1.PushSegmentsReply(\x01\x12L\n\x10SubscribeWeights\x12\x1d.rlvla3.v1.WeightSubscription\x1a\x17.rlvla3.v1.WeightUpdate0\x01\x12<\n\tGetStatus\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleStatus\x12\x42\n\x0eGetRunSettings\x12\x18.rlvla3.v1.StatusRequest\x1a\x16.rlvla3.v1.RunSettings2\x8b\x01\n\x06Roster\x12\x43\n\tHeartbeat\x12\x1b.rlvla3.v1.HeartbeatRequest\x1a\x19.rlvla3.v1.HeartbeatReply\x12<\n\tListRoles\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleRoster2\x8c\x01\n\x0eRolloutControl\x12<\n\tGetStatus\x12\x18.rlvla3.v1.StatusRequest\x1a\x15.rlvla3.v1.RoleStatus\x12<\n\x04Stop\x12\x1d.rlvla3.v1.RolloutStopRequest\x1a\x15.rlvla3.v1.RoleStatusb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'rlvla3.v1.services_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _RUNSETTINGS._serialized_start=65
-  _RUNSETTINGS._serialized_end=586
-  _HEARTBEATREQUEST._serialized_start=588
-  _HEARTBEATREQUEST._serialized_end=662
-  _HEARTBEATREPLY._serialized_start=664
-  _HEARTBEATREPLY._serialized_end=734
-  _ROSTERENTRY._serialized_start=736
-  _ROSTERENTRY._serialized_end=839
-  _ROLEROSTER._serialized_start=841
-  _ROLEROSTER._serialized_end=911
-  _PUSHSEGMENTSREPLY._serialized_start=913
-  _PUSHSEGMENTSREPLY._serialized_end=982
-  _WEIGHTSUBSCRIPTION._serialized_start=984
-  _WEIGHTSUBSCRIPTION._serialized_end=1049
-  _ROLLOUTSTOPREQUEST._serialized_start=1051
-  _ROLLOUTSTOPREQUEST._serialized_end=1071
-  _STATUSREQUEST._serialized_start=1073
-  _STATUSREQUEST._serialized_end=1088
-  _ROLESTATUS._serialized_start=1091
-  _ROLESTATUS._serialized_end=1623
-  _INFERENCE._serialized_start=1626
-  _INFERENCE._serialized_end=1758
-  _LEARNER._serialized_start=1761
-  _LEARNER._serialized_end=2056
-  _ROSTER._serialized_start=2059
-  _ROSTER._serialized_end=2198
-  _ROLLOUTCONTROL._serialized_start=2201
-  _ROLLOUTCONTROL._serialized_end=2341
+  _RUNSETTINGS._serialized_start=89
+  _RUNSETTINGS._serialized_end=688
+  _HEARTBEATREQUEST._serialized_start=690
+  _HEARTBEATREQUEST._serialized_end=764
+  _HEARTBEATREPLY._serialized_start=766
+  _HEARTBEATREPLY._serialized_end=836
+  _ROSTERENTRY._serialized_start=838
+  _ROSTERENTRY._serialized_end=941
+  _ROLEROSTER._serialized_start=943
+  _ROLEROSTER._serialized_end=1013
+  _PUSHSEGMENTSREPLY._serialized_start=1015
+  _PUSHSEGMENTSREPLY._serialized_end=1084
+  _WEIGHTSUBSCRIPTION._serialized_start=1086
+  _WEIGHTSUBSCRIPTION._serialized_end=1151
+  _ROLLOUTSTOPREQUEST._serialized_start=1153
+  _ROLLOUTSTOPREQUEST._serialized_end=1173
+  _STATUSREQUEST._serialized_start=1175
+  _STATUSREQUEST._serialized_end=1190
+  _ROLESTATUS._serialized_start=1193
+  _ROLESTATUS._serialized_end=1725
+  _INFERENCE._serialized_start=1728
+  _INFERENCE._serialized_end=1860
+  _LEARNER._serialized_start=1863
+  _LEARNER._serialized_end=2158
+  _ROSTER._serialized_start=2161
+  _ROSTER._serialized_end=2300
+  _ROLLOUTCONTROL._serialized_start=2303
+  _ROLLOUTCONTROL._serialized_end=2443
 # @@protoc_insertion_point(module_scope)
