@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -357,6 +358,51 @@ TEST(Cli, EveryVerbHasItsOwnHelp) {
   // --help after other flags too, and an unknown verb still fails.
   EXPECT_EQ(RunCli("train --mode sync --help").exit_code, 0);
   EXPECT_EQ(RunCli("frobnicate --help").exit_code, 2);
+}
+
+// A policy that declares a shape the run cannot give is refused before
+// anything starts, exit 2, naming both sides: three cameras where the envs
+// render two, a 6-D action for a 7-D controller, an image size against a
+// given env.image_width (issue 50).
+TEST(Cli, ADeclaredShapeTheRunCannotGiveExits2NamingBothSides) {
+  if (std::string(RLVLA3_PYTHON).empty()) GTEST_SKIP() << "no python3 torch";
+  const rlvla3::testutil::TestDir dir;
+  const std::string camera =
+      R"({"name": "agentview", "height": 32, "width": 32})";
+  auto declaration = [&](const std::string& cameras, int size) {
+    return R"({"format": "rl-vla3/interface/v1", "cameras": [)" + cameras +
+           R"(], "proprio": 8, "action": {"kind": "gaussian", "size": )" +
+           std::to_string(size) + R"(, "low": -1, "high": 1}, "chunk": 4})";
+  };
+  const std::string side = R"(, {"name": "wrist", "height": 32, "width": 32}, )"
+                           R"({"name": "side", "height": 32, "width": 32})";
+  const struct {
+    std::string name, declared, set, message;
+  } cases[] = {
+      {"three", declaration(camera + side, 7), "",
+       ": cameras[2].name = \"side\": expected a camera the envs render "
+       "(agentview, wrist)"},
+      {"six", declaration(camera, 6), "",
+       ": action.size = \"6\": expected 7, the envs' controller"},
+      {"size", declaration(camera, 7), " --set env.image_width=64",
+       "--set: env.image_width = \"64\": expected 32, the cameras[0].width "
+       "policy "},
+  };
+  for (const auto& k : cases) {
+    const std::string pt = dir.File(k.name + ".pt");
+    const std::string cmd = std::string(RLVLA3_PYTHON) + " " +
+                            RLVLA3_SOURCE_DIR +
+                            "/scripts/export_torchscript_policy.py " + pt +
+                            " --declare '" + k.declared + "' > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const Result r = RunCli(
+        "train --set policy.kind=torchscript --set "
+        "policy.path=" +
+        pt + k.set);
+    EXPECT_EQ(r.exit_code, 2) << k.name << ": " << r.output;
+    EXPECT_NE(r.output.find(k.message), std::string::npos)
+        << k.name << ": " << r.output;
+  }
 }
 
 }  // namespace
