@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -60,11 +61,16 @@ const char* TokenizerName(InstructionKind k) {
 }
 
 // `key` of `action` as `size` values: one number for all, or a list of size.
+// Without the key: `fallback` for every dimension, or an error if none.
 template <typename T>
-absl::StatusOr<std::vector<T>> PerDimension(const json& action, const char* key,
-                                            int64_t size,
-                                            const std::string& origin) {
+absl::StatusOr<std::vector<T>> PerDimension(
+    const json& action, const char* key, int64_t size,
+    const std::string& origin, std::optional<T> fallback = std::nullopt) {
   const std::string field = absl::StrCat("action.", key);
+  if (!action.contains(key)) {
+    if (!fallback) return Bad(origin, field, "missing");
+    return std::vector<T>(static_cast<size_t>(size), *fallback);
+  }
   const json& v = action.at(key);
   if (v.is_number())
     return std::vector<T>(static_cast<size_t>(size), v.get<T>());
@@ -101,9 +107,9 @@ absl::Status ParseAction(const json& a, const std::string& origin,
   } else if (a.contains("bins")) {
     return Bad(origin, "action.bins", "a gaussian head has no bins");
   }
-  auto low = PerDimension<double>(a, "low", out->size, origin);
+  auto low = PerDimension<double>(a, "low", out->size, origin, -1.0);
   if (!low.ok()) return low.status();
-  auto high = PerDimension<double>(a, "high", out->size, origin);
+  auto high = PerDimension<double>(a, "high", out->size, origin, 1.0);
   if (!high.ok()) return high.status();
   out->low = *std::move(low);
   out->high = *std::move(high);

@@ -73,6 +73,12 @@ absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
     ResolveModel(path, &*i);
     from_method = *std::move(i);
   }
+  // The manifest names where the tokenizer lies now (a checkpoint copies it
+  // beside itself); the method may still name where it lay at export.
+  if (from_file && from_method && !from_file->instruction.model.empty() &&
+      !from_method->instruction.model.empty()) {
+    from_method->instruction.model = from_file->instruction.model;
+  }
   if (from_file && from_method && !(*from_file == *from_method)) {
     return absl::InvalidArgumentError(absl::StrCat(
         manifest, " and ", method_origin,
@@ -394,12 +400,13 @@ absl::Status TorchScriptPolicy::Save(const std::string& dir,
     return absl::InternalError(absl::StrCat(
         dir, "/policy.pt: write failed: ", e.what_without_backtrace()));
   }
-  const nlohmann::json side = {{"format", kFormat},
-                               {"policy_version", version},
-                               {"max_text_len", max_text_len_},
-                               {"bins", bins_},
-                               {"tokenizer", {{"words", tokenizer.words()}}}};
+  nlohmann::json side = {{"format", kFormat},
+                         {"policy_version", version},
+                         {"max_text_len", max_text_len_},
+                         {"bins", bins_},
+                         {"tokenizer", {{"words", tokenizer.words()}}}};
   if (interface_) {
+    side["action_temperature"] = temperature_;
     if (absl::Status s = SaveDeclaration(dir); !s.ok()) return s;
   }
   return WriteTextFile(dir + "/policy.json", side.dump(2) + "\n");
@@ -411,8 +418,12 @@ absl::Status TorchScriptPolicy::SaveDeclaration(const std::string& dir) const {
   PolicyInterface saved = *interface_;
   std::string& model = saved.instruction.model;
   if (!model.empty()) {
+    std::error_code abs_ec;
     const std::filesystem::path rel =
-        std::filesystem::path(model).lexically_relative(source_dir_);
+        std::filesystem::absolute(model, abs_ec)
+            .lexically_normal()
+            .lexically_relative(std::filesystem::absolute(source_dir_, abs_ec)
+                                    .lexically_normal());
     if (!rel.empty() && *rel.begin() != "..") {
       const std::filesystem::path to = std::filesystem::path(dir) / rel;
       std::error_code ec;
@@ -458,6 +469,15 @@ absl::StatusOr<PolicyCheckpoint> TorchScriptPolicy::LoadCheckpoint(
              side.at("max_text_len").get<int64_t>());
     if (!p.ok()) return p.status();
     (*p)->set_version(c.version);
+    // A declared policy samples at the temperature it was trained at.
+    if (side.contains("action_temperature")) {
+      if (absl::Status s = (*p)->SetActionTemperature(
+              side.at("action_temperature").get<double>());
+          !s.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(json_path, ": action_temperature: ", s.message()));
+      }
+    }
     c.policy = std::shared_ptr<TrainablePolicy>(std::move(*p));
   } catch (const nlohmann::json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(json_path, ": ", e.what()));

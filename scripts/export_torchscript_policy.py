@@ -43,7 +43,7 @@ class MyPolicy(nn.Module):
                 text: torch.Tensor, text_len: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         images = torch.cat([agentview, wrist], dim=3).permute(0, 3, 1, 2).float() / 255.0
         b = text.shape[0]
-        mask = torch.arange(text.shape[1]).unsqueeze(0) < text_len.unsqueeze(1)
+        mask = torch.arange(text.shape[1], device=text.device).unsqueeze(0) < text_len.unsqueeze(1)
         embedded = self.text(text.clamp(0, self.text.num_embeddings - 1))
         words = (embedded * mask.unsqueeze(-1)).sum(1) / text_len.clamp(min=1).unsqueeze(1)
         h = self.trunk(torch.cat([self.vision(images), words, self.proprio(proprio)], dim=1))
@@ -114,7 +114,7 @@ class DeclaredPolicy(nn.Module):
         for i, encoder in enumerate(self.encoders):
             features.append(encoder(images[i].permute(0, 3, 1, 2).float() / 255.0))
         b = text.shape[0]
-        mask = torch.arange(text.shape[1]).unsqueeze(0) < text_len.unsqueeze(1)
+        mask = torch.arange(text.shape[1], device=text.device).unsqueeze(0) < text_len.unsqueeze(1)
         embedded = self.text(text.clamp(0, self.text.num_embeddings - 1))
         words = (embedded * mask.unsqueeze(-1)).sum(1) / text_len.clamp(min=1).unsqueeze(1)
         if self.proprio_size > 0:

@@ -52,7 +52,7 @@ class GaussianChunkPolicy(nn.Module):
         features: List[torch.Tensor] = []
         for i, camera in enumerate(self.cameras):
             features.append(camera(images[i].permute(0, 3, 1, 2).float() / 255.0))
-        mask = torch.arange(text.shape[1]).unsqueeze(0) < text_len.unsqueeze(1)
+        mask = torch.arange(text.shape[1], device=text.device).unsqueeze(0) < text_len.unsqueeze(1)
         words = self.prompt(text.clamp(0, 255))
         words = (words * mask.unsqueeze(-1)).sum(1) / text_len.clamp(min=1).unsqueeze(1)
         h = self.trunk(torch.cat(features + [words, self.proprio(proprio)], dim=1))

@@ -72,7 +72,7 @@ class OneCameraPolicy(nn.Module):
     def heads(self, images: List[torch.Tensor], proprio: torch.Tensor, text: torch.Tensor,
               text_len: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         image = images[0].permute(0, 3, 1, 2).float() / 255.0      # uint8 [B,H,W,3] -> [B,3,H,W]
-        mask = torch.arange(text.shape[1]).unsqueeze(0) < text_len.unsqueeze(1)
+        mask = torch.arange(text.shape[1], device=text.device).unsqueeze(0) < text_len.unsqueeze(1)
         words = self.prompt(text.clamp(0, self.prompt.num_embeddings - 1))
         words = (words * mask.unsqueeze(-1)).sum(1) / text_len.clamp(min=1).unsqueeze(1)
         h = self.trunk(torch.cat([self.vision(image), words], dim=1))

@@ -25,7 +25,8 @@ void FillRunSettings(const LocalEngineOptions& o, const RunLayout& layout,
   r.set_proprio_dim(static_cast<uint32_t>(sh.proprio_dim));
   r.set_chunk(static_cast<uint32_t>(sh.chunk));
   r.set_action_dim(static_cast<uint32_t>(sh.action_dim));
-  int64_t bins = o.action_bins.empty() ? 256 : 0;  // TinyVLA's uint8 bins
+  // TinyVLA (undeclared): 256 uint8 bins; a declared Gaussian head: 0.
+  int64_t bins = o.policy_interface_json.empty() ? 256 : 0;
   for (int64_t b : o.action_bins) bins = std::max(bins, b);
   r.set_action_bins(static_cast<uint32_t>(bins));  // 0: a Gaussian head
   r.set_action_tokens_dtype(TakenDtype(sh.taken_bytes));

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -32,6 +33,28 @@ PolicyInput SyntheticInput(const InferenceServerOptions& o, int64_t B,
   in.text_len =
       torch::empty({B}, HostStaging(device, torch::kLong)).fill_(text_len);
   return in;
+}
+
+// Taken actions a head could have drawn: a bin each dimension has (one byte,
+// or a float32 index above 256 bins), TinyVLA's uint8 bins when `bins` is
+// empty and one byte is taken, else a Gaussian sample.
+void FillTaken(const std::vector<int64_t>& bins, RolloutSegment* s,
+               std::mt19937* rng) {
+  const int A = s->shape.action_dim;
+  const size_t n = s->tokens.size() / s->shape.taken_bytes;
+  std::normal_distribution<float> gaussian(0.0f, 0.5f);
+  for (size_t i = 0; i < n; ++i) {
+    const int d = static_cast<int>(i % A);
+    const uint32_t draw = (*rng)();
+    if (s->shape.taken_bytes == 1) {
+      const int64_t count = bins.empty() ? 256 : bins[d];
+      s->tokens[i] = static_cast<uint8_t>(draw % count);
+      continue;
+    }
+    const float v =
+        bins.empty() ? gaussian(*rng) : static_cast<float>(draw % bins[d]);
+    std::memcpy(s->tokens.data() + i * sizeof(float), &v, sizeof(float));
+  }
 }
 
 }  // namespace
@@ -94,7 +117,7 @@ LearnerStageDriver::LearnerStageDriver(const LocalEngineOptions& o,
     auto s = std::make_unique<RolloutSegment>(impl_->shape);
     for (auto& b : s->agentview) b = static_cast<uint8_t>(impl_->rng());
     for (auto& b : s->wrist) b = static_cast<uint8_t>(impl_->rng());
-    for (auto& b : s->tokens) b = static_cast<uint8_t>(impl_->rng());
+    FillTaken(o.action_bins, s.get(), &impl_->rng);
     impl_->segs.push_back(std::move(s));
   }
 }

@@ -103,12 +103,15 @@ TEST(DeclaredPolicy, AGaussianChunkOfEightActsAndTrainsThroughItsHead) {
   EXPECT_TRUE(torch::allclose(hot.log_probs, hot_e.log_probs, 1e-4, 1e-5));
   EXPECT_NEAR((hot_e.entropy - e.entropy).mean().item<double>(),
               7 * std::log(2.0), 1e-4);  // + log 2 per dimension
-  ASSERT_TRUE((*p)->SetActionTemperature(1.0).ok());
-  // Saved and loaded back, it declares the same.
+  // Saved and loaded back, it declares the same and samples at the
+  // temperature it was saved at.
   ASSERT_TRUE((*p)->Save(dir.File("ck"), TextTokenizer(), 3).ok());
   absl::StatusOr<PolicyCheckpoint> back = LoadPolicyCheckpoint(dir.File("ck"));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->policy->declared_interface(), (*p)->declared_interface());
+  back->policy->SetTraining(true);
+  const EvalResult back_e = back->policy->Evaluate(in, hot.tokens);
+  EXPECT_TRUE(torch::allclose(back_e.entropy, hot_e.entropy, 1e-4, 1e-5));
 }
 
 TEST(DeclaredPolicy, PerDimensionBinsFromAManifestStayInRange) {

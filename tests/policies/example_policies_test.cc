@@ -84,6 +84,38 @@ TEST(ExamplePolicies,
       << p.status();
 }
 
+TEST(ExamplePolicies, ATokenizerNamedByItsAbsolutePathReloadsFromACheckpoint) {
+  if (std::string(RLVLA3_PYTHON).empty()) {
+    GTEST_SKIP() << "no python3 with torch and sentencepiece";
+  }
+  const testutil::TestDir dir;
+  Export("one_camera_policy.py", dir.path());  // for its one_camera.model
+  const std::string model =
+      std::filesystem::absolute(dir.File("one_camera.model")).string();
+  const std::string declaration =
+      R"({"format": "rl-vla3/interface/v1",
+          "cameras": [{"name": "agentview", "height": 32, "width": 32}],
+          "proprio": 0, "chunk": 4,
+          "action": {"kind": "bins", "size": 7, "bins": 256},
+          "instruction": {"tokenizer": "sentencepiece", "max_len": 16,
+                          "model": ")" +
+      model + R"("}})";
+  const std::string pt = dir.File("abs.pt");
+  const std::string cmd = std::string(RLVLA3_PYTHON) + " " + RLVLA3_SOURCE_DIR +
+                          "/scripts/export_torchscript_policy.py " + pt +
+                          " --declare '" + declaration + "' > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
+      TorchScriptPolicy::Load(pt);
+  ASSERT_TRUE(p.ok()) << p.status();
+  // The checkpoint's manifest names its own copy; the module's method still
+  // names the export's path, and the manifest wins.
+  ASSERT_TRUE((*p)->Save(dir.File("ck"), TextTokenizer(), 2).ok());
+  absl::StatusOr<PolicyCheckpoint> back = LoadPolicyCheckpoint(dir.File("ck"));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->policy->declared_interface()->instruction.max_len, 16);
+}
+
 TEST(ExamplePolicies, AGaussianChunkOfEightOnTwoCamerasActsAndScores) {
   if (std::string(RLVLA3_PYTHON).empty()) {
     GTEST_SKIP() << "no python3 with torch and sentencepiece";
