@@ -60,8 +60,7 @@ SegmentShape Shape(const TinyVLAOptions& o) {
 // Plausible rollout data: random pixels, tokens and rewards.
 void Fill(RolloutSegment* s, uint64_t version, std::mt19937* rng) {
   s->Clear();
-  for (auto& b : s->agentview) b = static_cast<uint8_t>((*rng)());
-  for (auto& b : s->wrist) b = static_cast<uint8_t>((*rng)());
+  for (auto& b : s->images) b = static_cast<uint8_t>((*rng)());
   for (auto& p : s->proprio) p = static_cast<float>((*rng)() % 100) / 100.0f;
   for (auto& t : s->tokens) t = static_cast<uint8_t>((*rng)());
   for (auto& l : s->log_probs) l = -5.5f;

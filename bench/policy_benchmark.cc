@@ -44,8 +44,7 @@ const Setup& S() {
 // spread so that half of all text positions are padding.
 PolicyInput Batch(int64_t B, int image, bool padding50, int64_t max_len) {
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, image, image, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, image, image, 3}, torch::kByte);
+  in.images = torch::randint(0, 256, {B, 2, image, image, 3}, torch::kByte);
   in.proprio = torch::randn({B, 8});
   std::vector<int64_t> lens;
   // For 50% padding: a fraction f of the samples has max_len tokens, the rest

@@ -97,8 +97,7 @@ std::vector<std::unique_ptr<RolloutSegment>> MakeSegments(
   std::vector<std::unique_ptr<RolloutSegment>> segs;
   for (int i = 0; i < count; ++i) {
     auto seg = std::make_unique<RolloutSegment>(s);
-    for (auto& b : seg->agentview) b = static_cast<uint8_t>(rng());
-    for (auto& b : seg->wrist) b = static_cast<uint8_t>(rng());
+    for (auto& b : seg->images) b = static_cast<uint8_t>(rng());
     for (auto& p : seg->proprio) p = static_cast<float>(rng() % 100) / 100.0f;
     for (auto& t : seg->tokens) t = static_cast<uint8_t>(rng());
     for (auto& l : seg->log_probs) l = -5.5f;
@@ -165,8 +164,12 @@ int Dump(TinyVLA net, const std::string& path) {
   constexpr int64_t B = 8;
   torch::manual_seed(3);
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+  // The anchor (bench/anchor) reads the two cameras by name.
+  const at::Tensor agentview =
+      torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+  const at::Tensor wrist =
+      torch::randint(0, 256, {B, kImage, kImage, 3}, torch::kByte);
+  in.images = torch::stack({agentview, wrist}, 1);
   in.proprio = torch::randn({B, 8});
   in.text = torch::randint(2, 64, {B, kText}, torch::kLong);
   in.text_len = torch::tensor({3, 16, 7, 16, 11, 5, 16, 9}, torch::kLong);
@@ -175,7 +178,7 @@ int Dump(TinyVLA net, const std::string& path) {
   const TinyVLAOutput padded = net->forward(in, /*packed=*/false);
   const TinyVLAOutput packed = net->forward(in, /*packed=*/true);
   const absl::Status s =
-      WriteSafetensors(path, {{"agentview", in.agentview},
+      WriteSafetensors(path, {{"agentview", agentview},
                               {"packed_logits", packed.logits},
                               {"packed_values", packed.values},
                               {"padded_logits", padded.logits},
@@ -183,7 +186,7 @@ int Dump(TinyVLA net, const std::string& path) {
                               {"proprio", in.proprio},
                               {"text", in.text},
                               {"text_len", in.text_len},
-                              {"wrist", in.wrist}});
+                              {"wrist", wrist}});
   if (!s.ok()) {
     std::fprintf(stderr, "same_work dump: %s\n", s.ToString().c_str());
     return 1;

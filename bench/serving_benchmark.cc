@@ -62,9 +62,11 @@ struct Observations {
     }
   }
   ObservationRequest Request(int env) const {
-    return {
-        env, 0, agentview[env].data(), wrist[env].data(), proprio[env].data(),
-        0};
+    return {env,
+            0,
+            {agentview[env].data(), wrist[env].data()},
+            proprio[env].data(),
+            0};
   }
   std::vector<std::vector<uint8_t>> agentview, wrist;
   std::vector<std::vector<float>> proprio;
@@ -257,7 +259,8 @@ int Main(const Flags& f) {
   }
   s.options = *std::move(o);
   const SegmentShape& sh = s.options.segment_shape;
-  s.shape = {sh.height, sh.width, sh.proprio_dim, sh.chunk, sh.action_dim};
+  s.shape = {sh.height,      sh.width, sh.cameras,
+             sh.proprio_dim, sh.chunk, sh.action_dim};
   s.weights.Publish(s.parts.policy->Snapshot(0), 0);
   const BatcherOptions& b = s.options.inference.batcher;
   std::printf(

@@ -31,17 +31,13 @@ inline constexpr int kBenchImage = 64, kBenchText = 16;
 struct StagedBatch {
   PolicyInput source, staged;
   StagedBatch(int64_t B, const at::Device& device) {
-    source.agentview =
-        torch::randint(0, 256, {B, kBenchImage, kBenchImage, 3}, torch::kByte);
-    source.wrist =
-        torch::randint(0, 256, {B, kBenchImage, kBenchImage, 3}, torch::kByte);
+    source.images = torch::randint(0, 256, {B, 2, kBenchImage, kBenchImage, 3},
+                                   torch::kByte);
     source.proprio = torch::randn({B, 8});
     source.text = torch::randint(2, 64, {B, kBenchText}, torch::kLong);
     source.text_len = torch::full({B}, kBenchText, torch::kLong);
-    staged.agentview =
-        torch::empty_like(source.agentview, HostStaging(device, torch::kByte));
-    staged.wrist =
-        torch::empty_like(source.wrist, HostStaging(device, torch::kByte));
+    staged.images =
+        torch::empty_like(source.images, HostStaging(device, torch::kByte));
     staged.proprio =
         torch::empty_like(source.proprio, HostStaging(device, torch::kFloat));
     staged.text =
@@ -49,8 +45,7 @@ struct StagedBatch {
     staged.text_len = source.text_len;
   }
   PolicyInput OnDevice(const at::Device& device) {
-    staged.agentview.copy_(source.agentview);
-    staged.wrist.copy_(source.wrist);
+    staged.images.copy_(source.images);
     staged.proprio.copy_(source.proprio);
     staged.text.copy_(source.text);
     return ToDevice(staged, device);

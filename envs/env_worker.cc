@@ -22,10 +22,11 @@ namespace {
 absl::Status CheckObservation(const Observation& o, const EnvOptions& e) {
   const size_t bytes = static_cast<size_t>(e.image_width) *
                        static_cast<size_t>(e.image_height) * 3;
-  if (o.agentview.size() != bytes || o.wrist.size() != bytes) {
+  const size_t cameras = e.cameras.size();
+  if (o.images.size() != bytes * cameras) {
     return absl::InvalidArgumentError(
-        absl::StrCat("observation images: ", o.agentview.size(), " and ",
-                     o.wrist.size(), " bytes, expected ", bytes, " ([",
+        absl::StrCat("observation images: ", o.images.size(),
+                     " bytes, expected ", bytes * cameras, " ([", cameras, ", ",
                      e.image_height, ", ", e.image_width, ", 3])"));
   }
   for (int i = 0; i < kProprioDim; ++i) {
@@ -73,7 +74,7 @@ absl::StatusOr<std::unique_ptr<EnvWorker>> EnvWorker::Create(
   // Batched readback: one tile per image of this worker's envs of a task.
   std::map<std::string, int> images;
   for (int i = index; i < o.num_envs; i += workers) {
-    images[spec_of(i).name] += 2;
+    images[spec_of(i).name] += static_cast<int>(o.env.cameras.size());
   }
   for (int i = index; i < o.num_envs; i += workers) {
     EnvSlot& slot = *state->slots[i];
@@ -216,7 +217,7 @@ absl::Status EnvWorker::StepAndCheck(int id) {
   if (injected == FaultKind::kWrongShape || injected == FaultKind::kNaN) {
     slot.damaged = *out;
     if (injected == FaultKind::kWrongShape) {
-      slot.damaged.agentview.resize(slot.damaged.agentview.size() / 2);
+      slot.damaged.images.resize(slot.damaged.images.size() / 2);
     } else {
       slot.damaged.proprio[0] = std::numeric_limits<float>::quiet_NaN();
     }

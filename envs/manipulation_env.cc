@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/steady_clock.h"
 
 namespace rlvla3 {
@@ -49,6 +50,27 @@ absl::StatusOr<std::shared_ptr<const TaskModel>> TaskModel::Create(
   return std::shared_ptr<const TaskModel>(std::move(t));
 }
 
+absl::StatusOr<std::vector<int>> TaskModel::CameraIds(
+    const std::vector<std::string>& names) const {
+  const mjModel* m = model();
+  std::vector<int> ids;
+  for (const std::string& name : names) {
+    const int id = Renderer::CameraId(m, name.c_str());
+    if (id < 0) {
+      std::vector<std::string> has;
+      for (int c = 0; c < m->ncam; ++c) {
+        has.push_back(mj_id2name(m, mjOBJ_CAMERA, c));
+      }
+      return absl::InvalidArgumentError(absl::StrCat(
+          "task ", task_.name, " has no camera '", name,
+          "' (its scene has: ", absl::StrJoin(has, ", "),
+          "; a task file adds one with a <camera> in its scene_mjcf)"));
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
 absl::StatusOr<std::unique_ptr<ManipulationEnv>> ManipulationEnv::Create(
     std::shared_ptr<const TaskModel> task, const EnvOptions& options,
     uint64_t seed, int env_id, std::shared_ptr<Renderer> renderer) {
@@ -64,8 +86,10 @@ absl::StatusOr<std::unique_ptr<ManipulationEnv>> ManipulationEnv::Create(
       renderer = *std::move(r);
     }
     env->renderer_ = std::move(renderer);
-    env->agentview_cam_ = Renderer::CameraId(env->model(), "agentview");
-    env->wrist_cam_ = Renderer::CameraId(env->model(), "wrist");
+    absl::StatusOr<std::vector<int>> ids =
+        env->task_->CameraIds(options.cameras);
+    if (!ids.ok()) return ids.status();
+    env->cameras_ = *std::move(ids);
   }
   env->Reset();
   return env;
@@ -80,8 +104,7 @@ ManipulationEnv::ManipulationEnv(std::shared_ptr<const TaskModel> task,
       rng_(seed + static_cast<uint64_t>(env_id)),
       env_id_(env_id) {
   const size_t image = static_cast<size_t>(o.image_width) * o.image_height * 3;
-  obs_.agentview.assign(image, 0);
-  obs_.wrist.assign(image, 0);
+  obs_.images.assign(image * o.cameras.size(), 0);
   obs_.instruction = &task_->task().instruction;
 }
 
@@ -205,8 +228,12 @@ void ManipulationEnv::Observe(int64_t began_ns, bool images) {
   phases_ = StepPhases{(SteadyNowNs() - began_ns) / 1e6, 0, 0};
   if (renderer_ && images) {
     RenderTimes t;
-    renderer_->Draw(model(), d, agentview_cam_, obs_.agentview.data(), &t);
-    renderer_->Draw(model(), d, wrist_cam_, obs_.wrist.data(), &t);
+    const size_t image =
+        static_cast<size_t>(options_.image_width) * options_.image_height * 3;
+    for (size_t c = 0; c < cameras_.size(); ++c) {
+      renderer_->Draw(model(), d, cameras_[c], obs_.images.data() + c * image,
+                      &t);
+    }
     if (options_.readback != Readback::kBatched) renderer_->Flush(&t);
     phases_.render_ms = t.render_ns / 1e6;
     phases_.readback_ms = t.readback_ns / 1e6;

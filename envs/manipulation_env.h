@@ -6,7 +6,8 @@
 // observation buffers and, when rendering, a Renderer.
 //
 // Control as in LIBERO: a 7-D action in [-1, 1] at 20 Hz (25 physics steps of
-// 2 ms each). Observation: agentview and wrist RGB (uint8 HWC), 8-D proprio
+// 2 ms each). Observation: the cameras of EnvOptions::cameras as RGB (uint8
+// HWC), 8-D proprio
 // (eef position, axis-angle, two finger positions), the instruction. Reward:
 // sparse success (1 on the step the goal first holds), or shaped. An episode
 // ends on success (done) or at max_steps / physics instability (truncated).
@@ -54,6 +55,10 @@ namespace rlvla3 {
 struct EnvOptions {
   int image_width = 128;
   int image_height = 128;
+  // The scene's cameras an observation holds, in order (each task's model
+  // must have them: the built-in scene's agentview, wrist and sideview, or a
+  // camera of the task file's scene_mjcf).
+  std::vector<std::string> cameras = {"agentview", "wrist"};
   bool render = true;         // false: images stay zero (physics-only use)
   int max_episode_steps = 0;  // the horizon (0: the task's max_steps)
   // Reset() without an init_id draws from init_first .. init_first +
@@ -78,6 +83,10 @@ class TaskModel {
       const TaskSpec& task, const EnvOptions& options);
   const mjModel* model() const { return model_.get(); }
   const TaskSpec& task() const { return task_; }
+  // The model's ids of cameras `names`, in order; a camera the scene lacks is
+  // an error naming the task, the camera and the cameras the scene has.
+  absl::StatusOr<std::vector<int>> CameraIds(
+      const std::vector<std::string>& names) const;
   const ArmController& controller() const { return controller_; }
   const GoalChecker& goal() const { return goal_; }
   // qpos address of each placed object's free joint, in placement order.
@@ -141,8 +150,7 @@ class ManipulationEnv final : public SimEnv {
   EnvOptions options_;
   MjDataPtr data_;
   std::shared_ptr<Renderer> renderer_;
-  int agentview_cam_ = -1;
-  int wrist_cam_ = -1;
+  std::vector<int> cameras_;  // model camera ids, EnvOptions::cameras order
   std::mt19937_64 rng_;
   int env_id_;
   int init_id_ = 0;

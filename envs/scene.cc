@@ -197,7 +197,8 @@ std::string HeaderXml(const SceneSpec& spec, int shadow) {
                          spec.image_width, spec.image_height, shadow);
 }
 
-// The light, floor, table and the agentview camera.
+// The light, floor, table, the agentview camera (front, above) and the
+// sideview camera (the table from the arm's right).
 std::string TableXml(const SceneSpec& spec) {
   return absl::StrFormat(
       R"(    <light pos="0.3 -0.3 2.5" dir="-0.1 0.1 -1" directional="true" diffuse="0.45 0.45 0.45" castshadow="%s"/>
@@ -207,6 +208,7 @@ std::string TableXml(const SceneSpec& spec) {
       <geom type="box" pos="-0.1 0 -0.4" size="0.05 0.05 0.35" rgba="0.4 0.3 0.2 1" contype="0" conaffinity="0"/>
     </body>
     <camera name="agentview" pos="0.62 0 0.62" xyaxes="0 1 0 -0.59 0 0.8" fovy="50"/>
+    <camera name="sideview" pos="-0.1 -0.85 0.45" xyaxes="1 0 0 0 0.43 0.9" fovy="55"/>
 )",
       spec.shadow_size > 0 ? "true" : "false");
 }

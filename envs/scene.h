@@ -3,8 +3,9 @@
 // Generates the MJCF of a tabletop manipulation scene: a table, a 7-DoF arm
 // with a two-finger parallel gripper, and the objects a task needs (cubes of
 // several colours, a bowl, a plate, a basket, a cabinet with a sliding drawer),
-// plus an `agentview` and a `wrist` camera. Arm links are filtered from
-// colliding with each other and with the table so the scene is stable.
+// plus an `agentview`, a `sideview` and a `wrist` camera. Arm links are
+// filtered from colliding with each other and with the table so the scene is
+// stable.
 //
 // Example:
 //   SceneSpec spec;

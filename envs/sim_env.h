@@ -3,7 +3,8 @@
 // SimEnv: what the env pool steps. One episode after another: Reset starts
 // one (from a given initial state, or one the env draws), Step advances it by
 // one control step of a 7-D action in [-1, 1], and observation() is what the
-// policy sees next (two uint8 HWC cameras, 8-D proprio, the instruction).
+// policy sees next (the run's uint8 HWC cameras, 8-D proprio, the
+// instruction).
 // ManipulationEnv (MuJoCo, envs/manipulation_env.h) is the product's env;
 // ToyEnv (envs/toy_env.h) a few lines of state for RL sanity runs.
 //
@@ -29,8 +30,12 @@ inline constexpr int kActionDim = 7;
 inline constexpr int kProprioDim = 8;
 
 struct Observation {
-  std::vector<uint8_t> agentview;  // [H, W, 3]
-  std::vector<uint8_t> wrist;      // [H, W, 3]
+  // [C, H, W, 3]: the cameras EnvOptions::cameras names, in that order.
+  std::vector<uint8_t> images;
+  // Camera c's image, of `bytes` = H x W x 3.
+  const uint8_t* camera(int c, size_t bytes) const {
+    return images.data() + static_cast<size_t>(c) * bytes;
+  }
   float proprio[kProprioDim] = {};
   const std::string* instruction = nullptr;
 };

@@ -14,8 +14,7 @@ ToyEnv::ToyEnv(const TaskSpec& task, const EnvOptions& options, uint64_t seed,
       rng_(seed * 1000003ull + static_cast<uint64_t>(env_id)) {
   const size_t bytes = static_cast<size_t>(options.image_width) *
                        static_cast<size_t>(options.image_height) * 3;
-  obs_.agentview.assign(bytes, 0);
-  obs_.wrist.assign(bytes, 0);
+  obs_.images.assign(bytes * options.cameras.size(), 0);
   obs_.instruction = &task_.instruction;
   Reset();
 }

@@ -99,8 +99,7 @@ at::Tensor HostValuesToDevice(const std::vector<double>& values,
 
 PolicyInput ToDevice(const PolicyInput& in, const at::Device& device) {
   PolicyInput out;
-  out.agentview = ToDevice(in.agentview, device);
-  out.wrist = ToDevice(in.wrist, device);
+  out.images = ToDevice(in.images, device);
   out.proprio = ToDevice(in.proprio, device);
   out.text = ToDevice(in.text, device);
   out.text_len = in.text_len;

@@ -24,11 +24,12 @@ namespace rlvla3 {
 
 // B observations. Text is right-padded with 0 (TextTokenizer::kPad).
 struct PolicyInput {
-  at::Tensor agentview;  // uint8 [B, H, W, 3]
-  at::Tensor wrist;      // uint8 [B, H, W, 3]
-  at::Tensor proprio;    // float32 [B, 8]
-  at::Tensor text;       // int64 [B, L] instruction token ids, 0-padded
-  at::Tensor text_len;   // int64 [B] tokens per instruction (<= L)
+  // uint8 [B, C, H, W, 3]: the run's cameras in order (TinyVLA: agentview,
+  // wrist; a declared policy: the cameras it declares, in its order).
+  at::Tensor images;
+  at::Tensor proprio;   // float32 [B, P]
+  at::Tensor text;      // int64 [B, L] instruction token ids, 0-padded
+  at::Tensor text_len;  // int64 [B] tokens per instruction (<= L)
 };
 
 struct ActResult {

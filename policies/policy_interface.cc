@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/camera_limits.h"
 
 namespace rlvla3 {
 namespace {
@@ -14,7 +15,6 @@ using nlohmann::json;
 
 // Ranges a declaration must keep (the wire, the segment layout and the
 // action chunk's upper bound set them).
-constexpr int64_t kMaxCameras = 8;
 constexpr int64_t kMinImage = 8, kMaxImage = 1024;
 constexpr int64_t kMaxProprio = 256;
 constexpr int64_t kMaxActionSize = 64;

@@ -175,8 +175,16 @@ at::Tensor TinyVLAImpl::ImageTokens(const PolicyInput& in) {
     x = torch::adaptive_avg_pool2d(c2(x), {g, g});  // [B, d, g, g]
     return x.flatten(2).transpose(1, 2);            // [B, g*g, d]
   };
-  at::Tensor a = encode(in.agentview, stem_a1_, stem_a2_) + image_pos_[0];
-  at::Tensor w = encode(in.wrist, stem_w1_, stem_w2_) + image_pos_[1];
+  // Cameras agentview and wrist, each [B, H, W, 3] dense as a camera alone
+  // (the layout its convolutions were measured at).
+  TORCH_CHECK(in.images.dim() == 5 && in.images.size(1) == 2, "images ",
+              in.images.sizes(),
+              ": TinyVLA reads two cameras, agentview "
+              "and wrist ([B, 2, H, W, 3])");
+  const at::Tensor agentview = in.images.select(1, 0).contiguous();
+  const at::Tensor wrist = in.images.select(1, 1).contiguous();
+  at::Tensor a = encode(agentview, stem_a1_, stem_a2_) + image_pos_[0];
+  at::Tensor w = encode(wrist, stem_w1_, stem_w2_) + image_pos_[1];
   return torch::cat({a, w}, 1) + type_embed_[kTypeImage];
 }
 

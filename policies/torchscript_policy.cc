@@ -91,6 +91,11 @@ absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
 
 std::string Shape(const at::Tensor& t) { return c10::str(t.sizes()); }
 
+// Camera c of the batch, [B, H, W, 3] contiguous (a module may view it).
+at::Tensor Camera(const PolicyInput& in, int64_t c) {
+  return in.images.select(1, c).contiguous();
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<PolicyInterface>>
@@ -173,8 +178,7 @@ absl::Status TorchScriptPolicy::Probe(const std::string& path) {
   probe.text = torch::zeros({1, 1}, torch::kLong);
   probe.text_len = torch::ones({1}, torch::kLong);
   if (!interface_) {
-    probe.agentview = torch::zeros({1, 8, 8, 3}, torch::kByte);
-    probe.wrist = torch::zeros({1, 8, 8, 3}, torch::kByte);
+    probe.images = torch::zeros({1, 2, 8, 8, 3}, torch::kByte);
     probe.proprio = torch::zeros({1, 8});
     try {
       ActResult r = Act(probe, true);
@@ -243,12 +247,12 @@ void TorchScriptPolicy::Heads(const std::vector<at::Tensor>& images,
 
 std::vector<at::Tensor> TorchScriptPolicy::CameraImages(
     const PolicyInput& in) const {
+  const int64_t C = static_cast<int64_t>(interface_->cameras.size());
+  TORCH_CHECK(in.images.dim() == 5 && in.images.size(1) == C, "images ",
+              in.images.sizes(), ": the policy declares ", C,
+              " cameras ([B, C, H, W, 3] in its order)");
   std::vector<at::Tensor> images;
-  for (const CameraSpec& c : interface_->cameras) {
-    TORCH_CHECK(c.name == "agentview" || c.name == "wrist", "camera '", c.name,
-                "' is not rendered by this build's envs");
-    images.push_back(c.name == "wrist" ? in.wrist : in.agentview);
-  }
+  for (int64_t c = 0; c < C; ++c) images.push_back(Camera(in, c));
   return images;
 }
 
@@ -266,7 +270,7 @@ ActResult TorchScriptPolicy::Act(const PolicyInput& in, bool greedy) {
   }
   auto out =
       module_->m
-          .get_method("act")({in.agentview, in.wrist, in.proprio, in.text,
+          .get_method("act")({Camera(in, 0), Camera(in, 1), in.proprio, in.text,
                               ToDevice(in.text_len, device_), greedy})
           .toTuple();
   r.tokens = out->elements()[0].toTensor();
@@ -285,11 +289,11 @@ EvalResult TorchScriptPolicy::Evaluate(const PolicyInput& in,
     head_->Evaluate(params, tokens, &e.log_probs, &e.entropy);
     return e;
   }
-  auto out =
-      module_->m
-          .get_method("evaluate")({in.agentview, in.wrist, in.proprio, in.text,
-                                   ToDevice(in.text_len, device_), tokens})
-          .toTuple();
+  auto out = module_->m
+                 .get_method("evaluate")(
+                     {Camera(in, 0), Camera(in, 1), in.proprio, in.text,
+                      ToDevice(in.text_len, device_), tokens})
+                 .toTuple();
   e.log_probs = out->elements()[0].toTensor();
   e.entropy = out->elements()[1].toTensor();
   e.values = out->elements()[2].toTensor();

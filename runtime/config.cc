@@ -2,7 +2,10 @@
 
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "runtime/camera_limits.h"
 #include "runtime/config_rl.h"
 #include "runtime/device_name.h"
 #include "runtime/fault_plan.h"
@@ -116,6 +119,10 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
          "camera image width (pixels)");
   s->Int("env.image_height", &c->env.image_height, {16, 1024},
          "camera image height (pixels)");
+  s->String("env.cameras", &c->env.cameras,
+            "comma-separated scene cameras every observation holds, in "
+            "order: agentview, wrist, sideview or a task file's camera "
+            "(default: a declared policy's cameras, else agentview,wrist)");
   s->Bool("env.shaped_reward", &c->env.shaped_reward,
           "shaped reward instead of sparse success");
   s->Int("env.max_episode_steps", &c->env.max_episode_steps, {0, 1000000},
@@ -319,6 +326,23 @@ void DescribeConfig(Config* c, ConfigSchema* s) {
   DescribeSelfcheck(c, s);
 }
 
+namespace {
+
+absl::Status CheckCameras(const Config& c) {
+  const std::vector<std::string> names = EnvCameras(c.env);
+  const std::set<std::string> distinct(names.begin(), names.end());
+  if (names.empty() || names.size() > static_cast<size_t>(kMaxCameras) ||
+      distinct.size() != names.size() || distinct.count("") > 0) {
+    return ConfigError{c.origin, "env.cameras", c.env.cameras,
+                       absl::StrCat("1 to ", kMaxCameras,
+                                    " distinct camera names, comma-separated")}
+        .ToStatus();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Config> LoadConfig(const std::string& path,
                                   const std::vector<std::string>& overrides) {
   Config c;
@@ -372,6 +396,7 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
                        "auto, never or a checkpoint folder"}
         .ToStatus();
   }
+  if (absl::Status s = CheckCameras(c); !s.ok()) return s;
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {
     return ConfigError{origin, "env.num_envs", absl::StrCat(c.env.num_envs),
                        absl::StrCat("a multiple of rl.grpo_group_size (",
@@ -379,6 +404,13 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
         .ToStatus();
   }
   return c;
+}
+
+std::vector<std::string> EnvCameras(const EnvConfig& e) {
+  std::vector<std::string> names =
+      absl::StrSplit(e.cameras, ',', absl::SkipWhitespace());
+  for (std::string& n : names) n = std::string(absl::StripAsciiWhitespace(n));
+  return names;
 }
 
 std::string ConfigToYaml(const Config& c) {

@@ -99,6 +99,10 @@ struct EnvConfig {
   int64_t num_envs = 8;       // envs in the pool
   int64_t image_width = 128;  // camera resolution (pixels)
   int64_t image_height = 128;
+  // The scene cameras every observation holds, in order, comma-separated
+  // (EnvCameras splits it; a declared policy's cameras are taken when not
+  // given).
+  std::string cameras = "agentview,wrist";
   bool shaped_reward = false;     // sparse success reward unless true
   int64_t max_episode_steps = 0;  // every task's horizon (0: its own)
   // Horizon rule: with a checkpoint that records its demos' median expert
@@ -312,6 +316,10 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
 
 // The resolved config as YAML (every key, defaults filled in).
 std::string ConfigToYaml(const Config& c);
+
+// env.cameras as names, in order (checked at load: 1 to kMaxCameras
+// distinct, non-empty names).
+std::vector<std::string> EnvCameras(const EnvConfig& e);
 
 // Parses "block" / "drop_oldest" / "reject".
 OverflowPolicy ParseOverflowPolicy(const std::string& name);

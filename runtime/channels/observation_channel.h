@@ -15,7 +15,7 @@
 // Example:
 //   LocalObservationChannel ch(queue_options);
 //   ch.SetReplyHandler([](absl::Span<const ActionReply> r) { ... });
-//   ch.Submit({.env = 3, .agentview = a, .wrist = w, .proprio = p});
+//   ch.Submit({.env = 3, .images = {a, w}, .proprio = p});
 //   // inference side:
 //   DynamicBatcher<ObservationRequest> batcher(&ch.requests(), options);
 //   batcher.NextBatch(batch);  ...  ch.Reply(replies);
@@ -23,24 +23,27 @@
 #ifndef RLVLA3_RUNTIME_CHANNELS_OBSERVATION_CHANNEL_H_
 #define RLVLA3_RUNTIME_CHANNELS_OBSERVATION_CHANNEL_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "runtime/bounded_queue.h"
+#include "runtime/channels/rollout_segment.h"
 
 namespace rlvla3 {
 
 // One env's observation for a decision. The pointed-to data stays valid and
 // unchanged until the env's reply arrives.
 struct ObservationRequest {
-  int env = 0;                         // global env id (unique across workers)
-  int task = 0;                        // row of the run's instruction table
-  const uint8_t* agentview = nullptr;  // [H, W, 3]
-  const uint8_t* wrist = nullptr;      // [H, W, 3]
-  const float* proprio = nullptr;      // [proprio_dim]
-  int64_t submit_ns = 0;               // steady clock, for queue dwell
+  int env = 0;   // global env id (unique across workers)
+  int task = 0;  // row of the run's instruction table
+  // The run's cameras in order (SegmentShape::cameras of them), each
+  // [H, W, 3]; the rest null.
+  std::array<const uint8_t*, kMaxCameras> images{};
+  const float* proprio = nullptr;  // [proprio_dim]
+  int64_t submit_ns = 0;           // steady clock, for queue dwell
 };
 
 // The inference result for one env. Pointers are valid during the handler

@@ -6,11 +6,10 @@
 namespace rlvla3 {
 
 RolloutSegment::RolloutSegment(const SegmentShape& s)
-    : shape(s), image_bytes(static_cast<size_t>(s.width) * s.height * 3) {
+    : shape(s), camera_bytes(static_cast<size_t>(s.width) * s.height * 3) {
   const size_t obs = static_cast<size_t>(s.capacity) + 1;
   const size_t cap = static_cast<size_t>(s.capacity);
-  agentview.resize(obs * image_bytes);
-  wrist.resize(obs * image_bytes);
+  images.resize(static_cast<size_t>(s.num_cameras()) * obs * camera_bytes);
   proprio.resize(obs * s.proprio_dim);
   tokens.resize(cap * taken_row());
   log_probs.resize(cap * s.chunk);

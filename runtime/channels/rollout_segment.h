@@ -12,7 +12,8 @@
 // Example:
 //   SegmentPool pool(shape, /*count=*/64);
 //   RolloutSegment* s = pool.Acquire();        // blocks while all are in use
-//   std::memcpy(s->agentview_at(s->n), obs.agentview.data(), s->image_bytes);
+//   for (int c = 0; c < shape.num_cameras(); ++c)
+//     std::memcpy(s->camera_at(c, s->n), obs_camera[c], s->camera_bytes);
 //   ...
 //   pool.Release(s);                    // learner, after training on it
 // -----------------------------------------------------------------------------
@@ -21,14 +22,19 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/bounded_queue.h"
+#include "runtime/camera_limits.h"
 
 namespace rlvla3 {
 
 struct SegmentShape {
   int width = 64, height = 64;
+  // The run's cameras, in order (env.cameras): C = num_cameras() images per
+  // observation, named so on the wire.
+  std::vector<std::string> cameras = {"agentview", "wrist"};
   int chunk = 4;       // K
   int action_dim = 7;  // A
   int proprio_dim = 8;
@@ -36,23 +42,25 @@ struct SegmentShape {
   // Bytes per action dimension taken: 1, a bin index (every bin count <=
   // 256); 4, a float32 (a Gaussian head's sample, or a bin index above 255).
   int taken_bytes = 1;
+  int num_cameras() const { return static_cast<int>(cameras.size()); }
 };
 
 struct RolloutSegment {
   explicit RolloutSegment(const SegmentShape& s);
   void Clear();
 
-  uint8_t* agentview_at(int t) { return agentview.data() + t * image_bytes; }
-  uint8_t* wrist_at(int t) { return wrist.data() + t * image_bytes; }
+  // Camera c's image of observation t ([H, W, 3]).
+  uint8_t* camera_at(int c, int t) {
+    return images.data() + (static_cast<size_t>(c) * rows() + t) * camera_bytes;
+  }
   float* proprio_at(int t) { return proprio.data() + t * shape.proprio_dim; }
   uint8_t* tokens_at(int t) { return tokens.data() + t * taken_row(); }
   float* log_probs_at(int t) { return log_probs.data() + t * shape.chunk; }
-  const uint8_t* agentview_at(int t) const {
-    return agentview.data() + t * image_bytes;
+  const uint8_t* camera_at(int c, int t) const {
+    return images.data() + (static_cast<size_t>(c) * rows() + t) * camera_bytes;
   }
-  const uint8_t* wrist_at(int t) const {
-    return wrist.data() + t * image_bytes;
-  }
+  // Observations one camera holds: capacity decisions + the bootstrap.
+  size_t rows() const { return static_cast<size_t>(shape.capacity) + 1; }
   const float* proprio_at(int t) const {
     return proprio.data() + t * shape.proprio_dim;
   }
@@ -72,7 +80,7 @@ struct RolloutSegment {
   uint64_t max_version() const;
 
   SegmentShape shape;
-  size_t image_bytes;
+  size_t camera_bytes;  // one camera's image: H x W x 3
 
   // Identity.
   uint64_t run_id = 0;  // the run (or worker) that produced it
@@ -90,15 +98,16 @@ struct RolloutSegment {
   float episode_return = 0;    // GRPO: the whole episode's return
 
   // Per-decision storage ([capacity + 1] observations, [capacity] the rest).
-  std::vector<uint8_t> agentview, wrist;  // [., H, W, 3]
-  std::vector<float> proprio;             // [., P]
-  std::vector<uint8_t> tokens;            // [., K, A] x taken_bytes
-  std::vector<float> log_probs;           // [., K] behaviour log-probs
-  std::vector<float> values;              // behaviour critic value
-  std::vector<float> rewards;             // summed over executed chunk steps
-  std::vector<uint8_t> terminal;          // episode ended after this decision
-  std::vector<uint8_t> executed;          // chunk steps actually stepped
-  std::vector<uint64_t> versions;         // behaviour policy version
+  // Camera-major: camera c's observations are one [., H, W, 3] run.
+  std::vector<uint8_t> images;     // [C, ., H, W, 3]
+  std::vector<float> proprio;      // [., P]
+  std::vector<uint8_t> tokens;     // [., K, A] x taken_bytes
+  std::vector<float> log_probs;    // [., K] behaviour log-probs
+  std::vector<float> values;       // behaviour critic value
+  std::vector<float> rewards;      // summed over executed chunk steps
+  std::vector<uint8_t> terminal;   // episode ended after this decision
+  std::vector<uint8_t> executed;   // chunk steps actually stepped
+  std::vector<uint64_t> versions;  // behaviour policy version
 };
 
 // A fixed set of segments (the in-process segment channel's storage) and a free

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """An Octo/OpenVLA-OFT-shaped policy for rl-vla3: a continuous 7-D Gaussian chunk of 8.
 
-Reads two cameras (agentview and the wrist), the 8 proprio values and the instruction as UTF-8
-bytes; emits per chunk step 7 means and 7 log standard deviations. rl-vla3 samples, scores
+Reads three cameras (agentview, the wrist and sideview: every built-in scene has them), the 8
+proprio values and the instruction as UTF-8 bytes; emits per chunk step 7 means and 7 log standard deviations. rl-vla3 samples, scores
 (closed-form log-probability and entropy) and maps [low, high] onto the controller. Exports
 `gaussian_chunk.pt` in OUT_DIR; docs/policies.md walks through it.
 
@@ -17,14 +17,17 @@ import torch
 import torch.nn as nn
 
 
+CAMERAS = ["agentview", "wrist", "sideview"]  # heads() reads them in this order
+
+
 class GaussianChunkPolicy(nn.Module):
     def __init__(self, size: int, chunk: int = 8, width: int = 128, max_len: int = 64):
         super().__init__()
         self.chunk = chunk
         self.declaration = json.dumps({
             "format": "rl-vla3/interface/v1",
-            "cameras": [{"name": "agentview", "height": size, "width": size},
-                        {"name": "wrist", "height": size, "width": size}],
+            "cameras": [{"name": name, "height": size, "width": size}
+                        for name in CAMERAS],
             "proprio": 8,
             "action": {"kind": "gaussian", "size": 7, "low": -1, "high": 1},
             "chunk": chunk,
@@ -32,10 +35,11 @@ class GaussianChunkPolicy(nn.Module):
         })
         self.cameras = nn.ModuleList([nn.Sequential(
             nn.Conv2d(3, 32, 8, stride=8), nn.GELU(), nn.Conv2d(32, 64, 3, padding=1), nn.GELU(),
-            nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(64 * 16, width)) for _ in range(2)])
+            nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(64 * 16, width))
+            for _ in CAMERAS])
         self.prompt = nn.Embedding(256, width)                       # one id per byte
         self.proprio = nn.Linear(8, width)
-        self.trunk = nn.Sequential(nn.Linear(4 * width, width), nn.GELU(),
+        self.trunk = nn.Sequential(nn.Linear((len(CAMERAS) + 2) * width, width), nn.GELU(),
                                    nn.Linear(width, width), nn.GELU())
         self.mean = nn.Linear(width, chunk * 7)
         # A state-independent log-std per chunk step and dimension, as PPO usually has.

@@ -25,10 +25,10 @@ PolicyInput GatherRequests(const std::vector<ObservationRequest>& batch,
   const int64_t L = o.text.size(1);
   const size_t img = static_cast<size_t>(o.image_height) * o.image_width * 3;
   PolicyInput in;
-  in.agentview = torch::empty({B, o.image_height, o.image_width, 3},
-                              HostStaging(o.device, torch::kByte));
-  in.wrist = torch::empty({B, o.image_height, o.image_width, 3},
-                          HostStaging(o.device, torch::kByte));
+  const int C = o.cameras;
+  in.images = torch::empty({B, C, o.image_height, o.image_width, 3},
+                           HostStaging(o.device, torch::kByte));
+  uint8_t* images = in.images.data_ptr<uint8_t>();
   in.proprio =
       torch::empty({B, o.proprio_dim}, HostStaging(o.device, torch::kFloat));
   in.text = torch::empty({B, L}, HostStaging(o.device, torch::kLong));
@@ -37,8 +37,9 @@ PolicyInput GatherRequests(const std::vector<ObservationRequest>& batch,
   const int64_t* text_len = o.text_len.data_ptr<int64_t>();
   for (int64_t b = 0; b < B; ++b) {
     const ObservationRequest& r = batch[static_cast<size_t>(b)];
-    std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img, r.agentview, img);
-    std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, r.wrist, img);
+    for (int c = 0; c < C; ++c) {
+      std::memcpy(images + (b * C + c) * img, r.images[c], img);
+    }
     std::memcpy(in.proprio.data_ptr<float>() + b * o.proprio_dim, r.proprio,
                 sizeof(float) * o.proprio_dim);
     std::memcpy(in.text.data_ptr<int64_t>() + b * L, text + r.task * L,

@@ -45,6 +45,7 @@ struct InferenceServerOptions {
   // Null: dynamic batching.
   std::function<int()> full_batch;
   int image_height = 128, image_width = 128, proprio_dim = 8;
+  int cameras = 2;  // per observation, the run's order
   int chunk = 4, action_dim = 7;
   int taken_bytes = 1;  // SegmentShape::taken_bytes: 1 uint8 bins, 4 float32
   // Instruction tokens of each task row: text [T, L] int64, text_len [T]

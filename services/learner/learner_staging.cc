@@ -23,12 +23,13 @@ PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
   const SegmentShape& sh = segs.front()->shape;
   const at::TensorOptions bytes = HostStaging(device, torch::kByte);
   PolicyInput in;
-  in.agentview = torch::empty({B, sh.height, sh.width, 3}, bytes);
-  in.wrist = torch::empty({B, sh.height, sh.width, 3}, bytes);
+  const int C = sh.num_cameras();
+  in.images = torch::empty({B, C, sh.height, sh.width, 3}, bytes);
+  uint8_t* images = in.images.data_ptr<uint8_t>();
   in.proprio =
       torch::empty({B, sh.proprio_dim}, HostStaging(device, torch::kFloat));
   at::Tensor task = torch::empty({B}, torch::kLong);  // host: an index
-  const size_t img = segs.front()->image_bytes;
+  const size_t img = segs.front()->camera_bytes;
   const size_t taken_row = segs.front()->taken_row();
   at::Tensor tok;  // bytes: one per bin index, or four per float32
   if (tokens != nullptr) {
@@ -37,9 +38,9 @@ PolicyInput GatherFromSegments(absl::Span<RolloutSegment* const> segs,
   for (int64_t b = 0; b < B; ++b) {
     RolloutSegment* s = segs[b];
     const int t = slots[b];
-    std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img, s->agentview_at(t),
-                img);
-    std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, s->wrist_at(t), img);
+    for (int c = 0; c < C; ++c) {
+      std::memcpy(images + (b * C + c) * img, s->camera_at(c, t), img);
+    }
     std::memcpy(in.proprio.data_ptr<float>() + b * sh.proprio_dim,
                 s->proprio_at(t), sizeof(float) * sh.proprio_dim);
     task.data_ptr<int64_t>()[b] = s->task;

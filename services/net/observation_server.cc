@@ -66,7 +66,7 @@ class ActReactor final
 
 struct ObservationServer::Impl final : public v1::Inference::CallbackService {
   struct Slot {
-    std::vector<uint8_t> agentview, wrist;
+    std::vector<uint8_t> images;  // [C, H, W, 3], the run's cameras
     std::vector<float> proprio;
     ActReactor* owner = nullptr;  // null: free, or its stream has ended
     bool busy = false;
@@ -89,8 +89,7 @@ struct ObservationServer::Impl final : public v1::Inference::CallbackService {
         static_cast<size_t>(o.shape.height) * o.shape.width * 3;
     slots.resize(static_cast<size_t>(o.num_envs));
     for (Slot& s : slots) {
-      s.agentview.resize(image);
-      s.wrist.resize(image);
+      s.images.resize(image * o.shape.cameras.size());
       s.proprio.resize(static_cast<size_t>(o.shape.proprio_dim));
     }
   }
@@ -144,16 +143,17 @@ struct ObservationServer::Impl final : public v1::Inference::CallbackService {
       slot->owner = from;
     }
     const ObservationRequest view = ObservationView(m);
-    std::memcpy(slot->agentview.data(), view.agentview, slot->agentview.size());
-    std::memcpy(slot->wrist.data(), view.wrist, slot->wrist.size());
+    ObservationRequest r{
+        env, view.task, {}, slot->proprio.data(), SteadyNowNs()};
+    const size_t C = options.shape.cameras.size();
+    const size_t image = slot->images.size() / C;
+    for (size_t c = 0; c < C; ++c) {
+      uint8_t* to = slot->images.data() + c * image;
+      std::memcpy(to, view.images[c], image);
+      r.images[c] = to;
+    }
     std::memcpy(slot->proprio.data(), view.proprio,
                 sizeof(float) * slot->proprio.size());
-    ObservationRequest r{env,
-                         view.task,
-                         slot->agentview.data(),
-                         slot->wrist.data(),
-                         slot->proprio.data(),
-                         SteadyNowNs()};
     const QueueStatus q = queue.Push(r, absl::ZeroDuration());
     if (q == QueueStatus::kOk) return absl::OkStatus();
     std::lock_guard<std::mutex> lock(mu);

@@ -12,8 +12,11 @@
 namespace rlvla3 {
 namespace {
 
-constexpr char kAgentview[] = "agentview";
-constexpr char kWrist[] = "wrist";
+// A segment's camera fields, for errors without a string built per message.
+constexpr const char* kSegmentImageFields[kMaxCameras] = {
+    "segment.images[0].rgb", "segment.images[1].rgb", "segment.images[2].rgb",
+    "segment.images[3].rgb", "segment.images[4].rgb", "segment.images[5].rgb",
+    "segment.images[6].rgb", "segment.images[7].rgb"};
 
 void SetTensor(v1::Tensor* t, v1::DType dtype,
                std::initializer_list<int64_t> shape, const void* data,
@@ -82,27 +85,39 @@ absl::Status CheckFinite(const v1::Tensor& t, absl::string_view field) {
   return absl::OkStatus();
 }
 
-void SetImage(v1::CameraImage* im, const char* name, int64_t rows,
-              const WireShape& s, const uint8_t* data, bool stacked) {
+void SetImage(v1::CameraImage* im, const std::string& name, int64_t rows,
+              int height, int width, const uint8_t* data, bool stacked) {
   if (im->name() != name) im->set_name(name);
-  const size_t bytes = static_cast<size_t>(rows) * s.height * s.width * 3;
+  const size_t bytes = static_cast<size_t>(rows) * height * width * 3;
   if (stacked) {
-    SetTensor(im->mutable_rgb(), v1::DTYPE_UINT8, {rows, s.height, s.width, 3},
+    SetTensor(im->mutable_rgb(), v1::DTYPE_UINT8, {rows, height, width, 3},
               data, bytes);
   } else {
-    SetTensor(im->mutable_rgb(), v1::DTYPE_UINT8, {s.height, s.width, 3}, data,
+    SetTensor(im->mutable_rgb(), v1::DTYPE_UINT8, {height, width, 3}, data,
               bytes);
   }
 }
 
+// The message's cameras are `cameras`, by name and in order.
 template <typename Message>
-absl::Status CheckImageNames(const Message& m, absl::string_view field) {
-  if (m.images_size() != 2 || m.images(0).name() != kAgentview ||
-      m.images(1).name() != kWrist) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".images: expected two cameras, \"agentview\" then \"wrist\""));
+absl::Status CheckImageNames(const Message& m,
+                             const std::vector<std::string>& cameras,
+                             absl::string_view field) {
+  bool same = m.images_size() == static_cast<int>(cameras.size());
+  for (int i = 0; same && i < m.images_size(); ++i) {
+    same = m.images(i).name() == cameras[static_cast<size_t>(i)];
   }
-  return absl::OkStatus();
+  if (same) return absl::OkStatus();
+  std::vector<std::string> got;
+  for (const v1::CameraImage& im : m.images()) {
+    got.push_back(absl::StrCat("\"", im.name(), "\""));
+  }
+  std::vector<std::string> want;
+  for (const std::string& c : cameras) want.push_back("\"" + c + "\"");
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ".images: expected cameras ", absl::StrJoin(want, ", "),
+      " in that order (RunSettings.cameras), got ",
+      got.empty() ? "none" : absl::StrJoin(got, ", ")));
 }
 
 }  // namespace
@@ -111,9 +126,14 @@ void EncodeObservation(const ObservationRequest& r, int global_env,
                        const WireShape& shape, v1::Observation* out) {
   out->set_env_id(static_cast<uint32_t>(global_env));
   out->set_task_id(static_cast<uint32_t>(r.task));
-  while (out->images_size() < 2) out->add_images();
-  SetImage(out->mutable_images(0), kAgentview, 1, shape, r.agentview, false);
-  SetImage(out->mutable_images(1), kWrist, 1, shape, r.wrist, false);
+  const int C = static_cast<int>(shape.cameras.size());
+  while (out->images_size() > C) out->mutable_images()->RemoveLast();
+  while (out->images_size() < C) out->add_images();
+  for (int c = 0; c < C; ++c) {
+    SetImage(out->mutable_images(c), shape.cameras[static_cast<size_t>(c)], 1,
+             shape.height, shape.width, r.images[static_cast<size_t>(c)],
+             false);
+  }
   SetTensor(out->mutable_proprio(), v1::DTYPE_FLOAT32, {shape.proprio_dim},
             r.proprio, sizeof(float) * shape.proprio_dim);
   out->set_sent_unix_ns(r.submit_ns);
@@ -165,8 +185,11 @@ absl::Status CheckObservation(const v1::Observation& m, const WireShape& shape,
     return absl::InvalidArgumentError(absl::StrCat(
         "observation.task_id: ", m.task_id(), " is not below ", num_tasks));
   }
-  if (absl::Status s = CheckImageNames(m, "observation"); !s.ok()) return s;
-  for (int i = 0; i < 2; ++i) {
+  if (absl::Status s = CheckImageNames(m, shape.cameras, "observation");
+      !s.ok()) {
+    return s;
+  }
+  for (int i = 0; i < m.images_size(); ++i) {
     if (absl::Status s = CheckTensor(
             m.images(i).rgb(), v1::DTYPE_UINT8, {shape.height, shape.width, 3},
             absl::StrCat("observation.images[", i, "].rgb"));
@@ -186,9 +209,10 @@ ObservationRequest ObservationView(const v1::Observation& m) {
   ObservationRequest r;
   r.env = static_cast<int>(m.env_id());
   r.task = static_cast<int>(m.task_id());
-  r.agentview =
-      reinterpret_cast<const uint8_t*>(m.images(0).rgb().data().data());
-  r.wrist = reinterpret_cast<const uint8_t*>(m.images(1).rgb().data().data());
+  for (int c = 0; c < m.images_size() && c < kMaxCameras; ++c) {
+    r.images[static_cast<size_t>(c)] =
+        reinterpret_cast<const uint8_t*>(m.images(c).rgb().data().data());
+  }
   r.proprio = reinterpret_cast<const float*>(m.proprio().data().data());
   return r;
 }
@@ -253,15 +277,16 @@ ActionReply ReplyView(const v1::ActionReply& m) {
 void EncodeSegment(const RolloutSegment& s, int global_env,
                    v1::TrajectorySegment* out) {
   const SegmentShape& sh = s.shape;
-  const WireShape ws{sh.height, sh.width,      sh.proprio_dim,
-                     sh.chunk,  sh.action_dim, sh.taken_bytes};
   const int64_t n = s.n, rows = s.n + (s.has_bootstrap ? 1 : 0);
   out->set_env_id(static_cast<uint32_t>(global_env));
   out->set_task_id(static_cast<uint32_t>(s.task));
-  while (out->images_size() < 2) out->add_images();
-  SetImage(out->mutable_images(0), kAgentview, rows, ws, s.agentview.data(),
-           true);
-  SetImage(out->mutable_images(1), kWrist, rows, ws, s.wrist.data(), true);
+  const int C = sh.num_cameras();
+  while (out->images_size() > C) out->mutable_images()->RemoveLast();
+  while (out->images_size() < C) out->add_images();
+  for (int c = 0; c < C; ++c) {
+    SetImage(out->mutable_images(c), sh.cameras[static_cast<size_t>(c)], rows,
+             sh.height, sh.width, s.camera_at(c, 0), true);
+  }
   SetTensor(out->mutable_proprio(), v1::DTYPE_FLOAT32, {rows, sh.proprio_dim},
             s.proprio.data(), sizeof(float) * rows * sh.proprio_dim);
   SetTensor(out->mutable_action_tokens(), TakenDtype(sh.taken_bytes),
@@ -395,12 +420,14 @@ absl::Status DecodeSegment(const v1::TrajectorySegment& m,
   if (absl::Status s = CheckSegmentHeader(m, sh, limits); !s.ok()) return s;
   const int64_t n = m.decisions();
   const int64_t rows = n + (m.has_bootstrap() ? 1 : 0);
-  if (absl::Status s = CheckImageNames(m, "segment"); !s.ok()) return s;
+  if (absl::Status s = CheckImageNames(m, sh.cameras, "segment"); !s.ok()) {
+    return s;
+  }
   struct Copy {
     const v1::Tensor* from;
     void* to;
   };
-  Copy copies[10];
+  Copy copies[kMaxCameras + 8];
   int n_copies = 0;
   absl::Status status;
   auto check = [&](const v1::Tensor& t, v1::DType dtype,
@@ -412,10 +439,10 @@ absl::Status DecodeSegment(const v1::TrajectorySegment& m,
       status = CheckFinite(t, field);
     copies[n_copies++] = {&t, to};
   };
-  check(m.images(0).rgb(), v1::DTYPE_UINT8, {rows, sh.height, sh.width, 3},
-        "segment.images[0].rgb", into->agentview.data());
-  check(m.images(1).rgb(), v1::DTYPE_UINT8, {rows, sh.height, sh.width, 3},
-        "segment.images[1].rgb", into->wrist.data());
+  for (int c = 0; c < sh.num_cameras(); ++c) {
+    check(m.images(c).rgb(), v1::DTYPE_UINT8, {rows, sh.height, sh.width, 3},
+          kSegmentImageFields[c], into->camera_at(c, 0));
+  }
   check(m.proprio(), v1::DTYPE_FLOAT32, {rows, sh.proprio_dim},
         "segment.proprio", into->proprio.data());
   check(m.action_tokens(), TakenDtype(sh.taken_bytes),

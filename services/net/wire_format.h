@@ -36,6 +36,8 @@ class TrajectorySegment;
 // The shapes both ends agree on (from the same config).
 struct WireShape {
   int height = 64, width = 64;
+  // Camera names in message order (RunSettings.cameras), at most kMaxCameras.
+  std::vector<std::string> cameras = {"agentview", "wrist"};
   int proprio_dim = 8;
   int chunk = 4, action_dim = 7;
   int taken_bytes = 1;  // action_tokens: 1 uint8 bins, 4 float32

@@ -39,7 +39,7 @@ std::vector<std::string> TaskItems(const std::string& list,
 // its tasks key.
 CheckpointContext ContextOf(const Config& c, int64_t execute_steps,
                             const std::string& tasks, const char* tasks_key) {
-  return {c.env.image_width, c.env.image_height, PolicyCameras(),
+  return {c.env.image_width, c.env.image_height, EnvCameras(c.env),
           c.policy.chunk,    execute_steps,      TaskItems(tasks, tasks_key),
           c.env.expert_steps};
 }
@@ -74,19 +74,19 @@ absl::Status FitPolicyInputs(const std::string& dir,
       return s;
     }
   }
-  if (!ck.interface && ck.cameras != PolicyCameras()) {
-    return ConfigError{dir + "/" + kCheckpointContextFile, "cameras",
-                       absl::StrJoin(ck.cameras, ","),
-                       absl::StrCat(absl::StrJoin(PolicyCameras(), ","),
-                                    ", the cameras this build's envs render")}
+  if (ck.interface) return absl::OkStatus();
+  if (ck.cameras != UndeclaredPolicyCameras()) {
+    return ConfigError{
+        dir + "/" + kCheckpointContextFile, "cameras",
+        absl::StrJoin(ck.cameras, ","),
+        absl::StrCat(absl::StrJoin(UndeclaredPolicyCameras(), ","),
+                     ", the cameras an undeclared policy reads")}
         .ToStatus();
   }
-  return absl::OkStatus();
+  return FitConfigToUndeclared(*c);
 }
 
 }  // namespace
-
-std::vector<std::string> PolicyCameras() { return {"agentview", "wrist"}; }
 
 absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
                                    Config* c) {

@@ -38,9 +38,6 @@ enum class CheckpointUse {
   kInit,  // rl.init_checkpoint: its tasks key is env.tasks
 };
 
-// The cameras every env renders, in the policy's input order.
-std::vector<std::string> PolicyCameras();
-
 // Fits `*c` to the checkpoint folder `dir`'s context.json (nothing to do
 // for a checkpoint without one). A key counts as given when it is in
 // c->given (a flag that sets one, like eval's --task, adds it there).

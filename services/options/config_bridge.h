@@ -23,6 +23,7 @@ inline EnvOptions EnvOptionsFromConfig(const Config& c) {
   EnvOptions o;
   o.image_width = static_cast<int>(c.env.image_width);
   o.image_height = static_cast<int>(c.env.image_height);
+  o.cameras = EnvCameras(c.env);
   o.shaped_reward = c.env.shaped_reward;
   o.max_episode_steps = static_cast<int>(c.env.max_episode_steps);
   // One of kRenderBackendNames (a config choice).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "envs/task.h"
 #include "envs/task_file.h"
@@ -22,6 +23,7 @@
 #include "policies/torchscript_policy.h"
 #include "services/options/checkpoint_fit.h"
 #include "services/options/config_bridge.h"
+#include "services/options/interface_fit.h"
 
 namespace rlvla3 {
 
@@ -154,6 +156,40 @@ absl::StatusOr<EngineTasks> ResolveEngineTasks(const EnvConfig& env) {
   return t;
 }
 
+// Every MuJoCo task's scene has the cameras env.cameras names (a config
+// error naming the key, the task and the cameras its scene has).
+absl::Status CheckSceneCameras(const Config& c,
+                               const std::vector<TaskSpec>& specs) {
+  const EnvOptions env = EnvOptionsFromConfig(c);
+  for (const TaskSpec& spec : specs) {
+    if (spec.toy) continue;
+    absl::StatusOr<std::shared_ptr<const TaskModel>> m =
+        TaskModel::Create(spec, env);
+    if (!m.ok()) return m.status();
+    if (absl::StatusOr<std::vector<int>> ids = (*m)->CameraIds(env.cameras);
+        !ids.ok()) {
+      return ConfigError{c.origin, "env.cameras", c.env.cameras,
+                         absl::StrCat("cameras every task's scene has: ",
+                                      ids.status().message())}
+          .ToStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// env.cameras are the declared cameras, in order (FitConfigToPolicy sets
+// them at config load; a config built otherwise is checked here).
+absl::Status CheckDeclaredCameras(const PolicyInterface& p, const Config& c) {
+  std::vector<std::string> names;
+  for (const CameraSpec& cam : p.cameras) names.push_back(cam.name);
+  if (EnvCameras(c.env) == names) return absl::OkStatus();
+  return ConfigError{c.origin, "env.cameras", c.env.cameras,
+                     absl::StrCat(absl::StrJoin(names, ","),
+                                  ", the cameras the policy declares, in its "
+                                  "order")}
+      .ToStatus();
+}
+
 // The sizes every role's options derive from, computed once.
 struct EngineSizes {
   bool grpo = false;
@@ -213,6 +249,7 @@ InferenceServerOptions InferenceOptionsOf(const Config& c, const EngineSizes& z,
   i.batcher = c.batcher.ToOptions();
   i.image_height = static_cast<int>(c.env.image_height);
   i.image_width = static_cast<int>(c.env.image_width);
+  i.cameras = static_cast<int>(EnvCameras(c.env).size());
   i.proprio_dim = kProprioDim;
   i.chunk = z.chunk;
   i.action_dim = kActionDim;
@@ -271,6 +308,7 @@ void SizeQueuesAndSegments(const Config& c, const EngineSizes& z, int max_steps,
   SegmentShape& shape = o->segment_shape;
   shape.width = static_cast<int>(c.env.image_width);
   shape.height = static_cast<int>(c.env.image_height);
+  shape.cameras = EnvCameras(c.env);
   shape.chunk = z.chunk;
   shape.action_dim = kActionDim;
   shape.proprio_dim = kProprioDim;
@@ -302,6 +340,7 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   }
   absl::StatusOr<EngineTasks> tasks = ResolveEngineTasks(c.env);
   if (!tasks.ok()) return tasks.status();
+  if (absl::Status s = CheckSceneCameras(c, tasks->specs); !s.ok()) return s;
   LocalEngineOptions o;
   o.sync = c.run.mode == "sync";
   o.algorithm = c.rl.algorithm;
@@ -323,8 +362,12 @@ absl::StatusOr<LocalEngineOptions> LocalEngineOptionsFromConfig(
   o.learner = LearnerRoleOptionsOf(c, z, parts, o.inference);
   SizeQueuesAndSegments(c, z, tasks->max_steps, &o);
   // What the policy takes per action dimension travels as it declares.
-  if (const std::optional<PolicyInterface> declared =
-          parts.policy->declared_interface()) {
+  const std::optional<PolicyInterface> declared =
+      parts.policy->declared_interface();
+  if (!declared) {
+    if (absl::Status s = FitConfigToUndeclared(c); !s.ok()) return s;
+  } else {
+    if (absl::Status s = CheckDeclaredCameras(*declared, c); !s.ok()) return s;
     o.inference.taken_bytes = o.segment_shape.taken_bytes =
         TakenBytes(declared->action);
     o.policy_interface_json = PolicyInterfaceJson(*declared);

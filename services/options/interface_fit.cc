@@ -14,23 +14,10 @@
 namespace rlvla3 {
 namespace {
 
-// The cameras every env of this build renders, at env.image_* each.
-constexpr const char* kRenderedCameras[] = {"agentview", "wrist"};
-
 // What the envs and rollouts carry that the declaration cannot change.
 absl::Status CheckWhatTheEnvsGive(const PolicyInterface& p,
                                   const std::string& origin) {
   for (size_t i = 0; i < p.cameras.size(); ++i) {
-    const std::string& name = p.cameras[i].name;
-    bool rendered = false;
-    for (const char* r : kRenderedCameras) rendered |= name == r;
-    if (!rendered) {
-      return ConfigError{
-          origin, absl::StrCat("cameras[", i, "].name"), name,
-          absl::StrCat("a camera the envs render (",
-                       absl::StrJoin(kRenderedCameras, ", "), ")")}
-          .ToStatus();
-    }
     if (p.cameras[i].height != p.cameras[0].height ||
         p.cameras[i].width != p.cameras[0].width) {
       return ConfigError{
@@ -60,11 +47,33 @@ absl::Status CheckWhatTheEnvsGive(const PolicyInterface& p,
   return absl::OkStatus();
 }
 
+// env.cameras: the declared cameras, in the declared order (whether each
+// scene has them is the env's check, where a task file's cameras are known).
+absl::Status FitCameras(const PolicyInterface& p, const std::string& origin,
+                        Config* c, std::vector<std::string>* adopted) {
+  std::vector<std::string> names;
+  for (const CameraSpec& cam : p.cameras) names.push_back(cam.name);
+  if (EnvCameras(c->env) == names) return absl::OkStatus();
+  const std::string declared = absl::StrJoin(names, ",");
+  if (c->given.count("env.cameras") > 0) {
+    return ConfigError{c->origin, "env.cameras", c->env.cameras,
+                       absl::StrCat(declared, ", the cameras policy ", origin,
+                                    " declares, in its order; leave the key "
+                                    "out to take them")}
+        .ToStatus();
+  }
+  c->env.cameras = declared;
+  adopted->push_back("env.cameras=" + declared);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FitConfigToInterface(const PolicyInterface& p,
                                   const std::string& origin, Config* c) {
   if (absl::Status s = CheckWhatTheEnvsGive(p, origin); !s.ok()) return s;
+  std::vector<std::string> adopted;
+  if (absl::Status s = FitCameras(p, origin, c, &adopted); !s.ok()) return s;
   const CameraSpec& cam = p.cameras.front();
   const struct {
     const char* key;
@@ -79,7 +88,6 @@ absl::Status FitConfigToInterface(const PolicyInterface& p,
       {"policy.max_text_len", p.instruction.max_len, &c->policy.max_text_len,
        "instruction.max_len"},
   };
-  std::vector<std::string> adopted;
   for (const auto& f : fits) {
     if (*f.value == f.declared) continue;
     if (c->given.count(f.key) > 0) {
@@ -100,9 +108,24 @@ absl::Status FitConfigToInterface(const PolicyInterface& p,
   return absl::OkStatus();
 }
 
+absl::Status FitConfigToUndeclared(const Config& c) {
+  if (EnvCameras(c.env) == UndeclaredPolicyCameras()) return absl::OkStatus();
+  return ConfigError{
+      c.origin, "env.cameras", c.env.cameras,
+      absl::StrCat(absl::StrJoin(UndeclaredPolicyCameras(), ","),
+                   ": TinyVLA and an undeclared TorchScript policy read these "
+                   "two cameras (a policy that reads others declares them, "
+                   "docs/policies.md)")}
+      .ToStatus();
+}
+
+std::vector<std::string> UndeclaredPolicyCameras() {
+  return {"agentview", "wrist"};
+}
+
 absl::Status FitConfigToPolicy(Config* c) {
   if (c->policy.kind != "torchscript" || c->policy.path.empty()) {
-    return absl::OkStatus();
+    return absl::OkStatus();  // TinyVLA, or a checkpoint's (its context)
   }
   absl::StatusOr<std::optional<PolicyInterface>> declared =
       TorchScriptPolicy::ReadDeclaration(c->policy.path);
@@ -112,7 +135,7 @@ absl::Status FitConfigToPolicy(Config* c) {
                                     declared.status().message())}
         .ToStatus();
   }
-  if (!declared->has_value()) return absl::OkStatus();
+  if (!declared->has_value()) return FitConfigToUndeclared(*c);
   return FitConfigToInterface(**declared, c->policy.path, c);
 }
 

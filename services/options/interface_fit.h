@@ -4,10 +4,10 @@
 // (policies/policy_interface.h): from a TorchScript policy's declaration
 // (policy.path) or a checkpoint's context.json. Like a checkpoint's record
 // (checkpoint_fit.h), the declaration takes the place of keys the config
-// did not give (env.image_width / _height from its cameras, policy.chunk,
-// policy.max_text_len), and a given key that contradicts it is a config
-// error naming both sides (the CLI exits 2). What the envs cannot give the
-// policy (a camera no task renders, another proprio or action size) is a
+// did not give (env.cameras and env.image_width / _height from its cameras,
+// policy.chunk, policy.max_text_len), and a given key that contradicts it is a
+// config error naming both sides (the CLI exits 2). What the envs cannot give
+// the policy (cameras of different sizes, another proprio or action size) is a
 // config error naming the declaration's field and what the envs give:
 // never a silent resize.
 //
@@ -19,6 +19,7 @@
 #define RLVLA3_SERVICES_OPTIONS_INTERFACE_FIT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "policies/policy_interface.h"
@@ -29,6 +30,11 @@ namespace rlvla3 {
 // Fits `*c` to `p`, declared at `origin` (a file, or a file and method).
 absl::Status FitConfigToInterface(const PolicyInterface& p,
                                   const std::string& origin, Config* c);
+
+// TinyVLA and undeclared TorchScript modules read agentview then wrist:
+// env.cameras must name those (a config error naming the key otherwise).
+absl::Status FitConfigToUndeclared(const Config& c);
+std::vector<std::string> UndeclaredPolicyCameras();
 
 // The declaration of c->policy.path for a TorchScript policy (nothing to
 // do for TinyVLA or an undeclared module), fitted as above. A module that

@@ -35,7 +35,8 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   s.net.max_concurrent_streams =
       static_cast<int>(c.cluster.max_streams_per_connection);
   const int64_t observation_bytes =
-      int64_t{sh.width} * sh.height * 3 * 2 + 4 * sh.proprio_dim + (64 << 10);
+      int64_t{sh.width} * sh.height * 3 * sh.num_cameras() +
+      4 * sh.proprio_dim + (64 << 10);
   const int64_t given = c.cluster.max_message_mb << 20;
   s.limits.learner_receive_bytes = given > 0 ? given : s.net.max_message_bytes;
   s.limits.inference_receive_bytes =
@@ -43,7 +44,7 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   s.limits.rollout_receive_bytes = given > 0 ? given : (1 << 20);
   s.limits.max_queued_replies = static_cast<int>(c.cluster.max_queued_replies);
   s.limits.max_roster_roles = static_cast<int>(c.cluster.max_roster_roles);
-  s.shape = WireShape{sh.height, sh.width,      sh.proprio_dim,
+  s.shape = WireShape{sh.height, sh.width,      sh.cameras,    sh.proprio_dim,
                       sh.chunk,  sh.action_dim, sh.taken_bytes};
   s.workers = static_cast<int>(c.cluster.rollout_workers);
   s.global_envs = GlobalEnvs(s.options, RunLayout{s.workers});

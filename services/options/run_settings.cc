@@ -20,8 +20,7 @@ void FillRunSettings(const LocalEngineOptions& o, const RunLayout& layout,
   r.Clear();
   r.set_image_height(static_cast<uint32_t>(sh.height));
   r.set_image_width(static_cast<uint32_t>(sh.width));
-  r.add_cameras("agentview");
-  r.add_cameras("wrist");
+  for (const std::string& camera : sh.cameras) r.add_cameras(camera);
   r.set_proprio_dim(static_cast<uint32_t>(sh.proprio_dim));
   r.set_chunk(static_cast<uint32_t>(sh.chunk));
   r.set_action_dim(static_cast<uint32_t>(sh.action_dim));

@@ -76,8 +76,10 @@ struct RolloutWorker::Impl {
 
   void CopyObservation(int env, RolloutSegment* s, int t) {
     const Observation& o = *pool->state(env).obs;
-    std::memcpy(s->agentview_at(t), o.agentview.data(), s->image_bytes);
-    std::memcpy(s->wrist_at(t), o.wrist.data(), s->image_bytes);
+    for (int k = 0; k < s->shape.num_cameras(); ++k) {
+      std::memcpy(s->camera_at(k, t), o.camera(k, s->camera_bytes),
+                  s->camera_bytes);
+    }
     std::memcpy(s->proprio_at(t), o.proprio, sizeof(float) * kProprioDim);
   }
 
@@ -161,8 +163,11 @@ struct RolloutWorker::Impl {
     c.chunk_pos = 0;
     c.submit_ns = SteadyNowNs();
     decisions->Add();
-    Fail(observations->Submit({env, c.task, s->agentview_at(t), s->wrist_at(t),
-                               s->proprio_at(t), c.submit_ns}));
+    ObservationRequest r{env, c.task, {}, s->proprio_at(t), c.submit_ns};
+    for (int k = 0; k < s->shape.num_cameras(); ++k) {
+      r.images[k] = s->camera_at(k, t);
+    }
+    Fail(observations->Submit(r));
   }
 
   // The init state of episode `round` of `env`'s GRPO group (PPO: of the

@@ -12,22 +12,22 @@
 namespace rlvla3 {
 namespace {
 
-// Copies observations into a PolicyInput (one memcpy per image).
+// Copies observations into a PolicyInput (one memcpy per observation's
+// cameras).
 PolicyInput InputFromObservations(const std::vector<const Observation*>& obs,
                                   const std::vector<int64_t>& task_of,
                                   const at::Tensor& text,
                                   const at::Tensor& lens, int w, int h) {
   const int64_t B = static_cast<int64_t>(obs.size());
   PolicyInput in;
-  in.agentview = torch::empty({B, h, w, 3}, torch::kByte);
-  in.wrist = torch::empty({B, h, w, 3}, torch::kByte);
-  in.proprio = torch::empty({B, kProprioDim});
   const size_t img = static_cast<size_t>(w) * h * 3;
+  const size_t frame = obs.front()->images.size();  // C x img
+  const int64_t C = static_cast<int64_t>(frame / img);
+  in.images = torch::empty({B, C, h, w, 3}, torch::kByte);
+  in.proprio = torch::empty({B, kProprioDim});
   for (int64_t b = 0; b < B; ++b) {
-    std::memcpy(in.agentview.data_ptr<uint8_t>() + b * img,
-                obs[b]->agentview.data(), img);
-    std::memcpy(in.wrist.data_ptr<uint8_t>() + b * img, obs[b]->wrist.data(),
-                img);
+    std::memcpy(in.images.data_ptr<uint8_t>() + b * frame,
+                obs[b]->images.data(), frame);
     std::memcpy(in.proprio.data_ptr<float>() + b * kProprioDim, obs[b]->proprio,
                 sizeof(float) * kProprioDim);
   }

@@ -37,8 +37,8 @@ using Clock = std::chrono::steady_clock;
 // the instruction table (as the policy reads it).
 struct SftData {
   int64_t n = 0;
-  at::Tensor agentview, wrist, proprio, task, action_tokens, actions, text,
-      text_len;
+  at::Tensor images;  // uint8 [N, C, H, W, 3]
+  at::Tensor proprio, task, action_tokens, actions, text, text_len;
 };
 
 absl::StatusOr<SftData> MakeSftData(DemoSet& demos,
@@ -46,9 +46,9 @@ absl::StatusOr<SftData> MakeSftData(DemoSet& demos,
   SftData d;
   d.n = static_cast<int64_t>(demos.size());
   const int64_t N = d.n, H = demos.height, W = demos.width, K = demos.chunk;
-  d.agentview =
-      torch::from_blob(demos.agentview.data(), {N, H, W, 3}, torch::kByte);
-  d.wrist = torch::from_blob(demos.wrist.data(), {N, H, W, 3}, torch::kByte);
+  const int64_t C = static_cast<int64_t>(demos.cameras.size());
+  d.images =
+      torch::from_blob(demos.images.data(), {N, C, H, W, 3}, torch::kByte);
   d.proprio =
       torch::from_blob(demos.proprio.data(), {N, kProprioDim}, torch::kFloat);
   d.task =
@@ -176,10 +176,14 @@ class SftTrainer {
 
   PolicyInput Batch(const at::Tensor& idx) {
     PolicyInput in;
-    in.agentview = RandomShift(data_.agentview.index_select(0, idx),
-                               o_.augment_shift_px, &augment_rng_);
-    in.wrist = RandomShift(data_.wrist.index_select(0, idx),
-                           o_.augment_shift_px, &augment_rng_);
+    // Each camera shifted on its own, camera by camera.
+    const at::Tensor images = data_.images.index_select(0, idx);
+    std::vector<at::Tensor> shifted;
+    for (int64_t c = 0; c < images.size(1); ++c) {
+      shifted.push_back(
+          RandomShift(images.select(1, c), o_.augment_shift_px, &augment_rng_));
+    }
+    in.images = torch::stack(shifted, 1);
     in.proprio = data_.proprio.index_select(0, idx);
     at::Tensor task = data_.task.index_select(0, idx);
     in.text = data_.text.index_select(0, task);
@@ -304,7 +308,7 @@ absl::StatusOr<SftResult> RunSft(
           ? CollectDemonstrations(o.demos, o.tasks)
           : ReadDemonstrations(o.demo_files, o.demos.chunk, o.tasks,
                                o.demos.env.image_width,
-                               o.demos.env.image_height);
+                               o.demos.env.image_height, o.demos.env.cameras);
   if (!demos.ok()) return demos.status();
   result.collect_s = SecondsSince(t0);
   result.demo_samples = static_cast<int64_t>(demos->size());

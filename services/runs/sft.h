@@ -33,7 +33,8 @@ struct DemoSet {
   int width = 0, height = 0, chunk = 0;
   std::vector<std::string> task_names;    // task id -> name
   std::vector<std::string> instructions;  // task id -> instruction
-  std::vector<uint8_t> agentview, wrist;  // [N, H, W, 3] each
+  std::vector<std::string> cameras;       // the run's (env.cameras), in order
+  std::vector<uint8_t> images;            // [N, C, H, W, 3]
   std::vector<float> proprio;             // [N, 8]
   std::vector<int32_t> task;              // [N]
   std::vector<int64_t> action_tokens;  // [N, K, 7]: the next K expert actions
@@ -72,19 +73,21 @@ struct SftResult {
 };
 
 // Runs the experts until every task has demos_per_task successful episodes,
-// and records them as the env saw them (cameras agentview and eye_in_hand,
-// LIBERO's proprio entries, the experts' clean actions).
+// and records them as the env saw them (the cameras of o.env.cameras, the
+// wrist named eye_in_hand as LIBERO does; LIBERO's proprio entries; the
+// experts' clean actions).
 absl::StatusOr<DemoRecording> CollectDemoRecording(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks);
 // The samples SFT clones from a recording (the experts', or a LIBERO-format
-// file's): each step's frames and its next `chunk` actions as tokens. Its
-// cameras must be agentview and a wrist camera (wrist or eye_in_hand) of
-// height x width, its proprio 8 values and its actions 7-D; each episode's
-// task one of `tasks`. Errors name `origin` and both sides.
-absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
-                                             const std::vector<TaskSpec>& tasks,
-                                             int width, int height,
-                                             const std::string& origin);
+// file's): each step's frames of the run's `cameras` (picked by name, the
+// run's wrist also as eye_in_hand, in the run's order) and its next `chunk`
+// actions as tokens. Those cameras must be height x width, its proprio 8
+// values and its actions 7-D; each episode's task one of `tasks`. Errors
+// name `origin` and both sides.
+absl::StatusOr<DemoSet> DemoSetFromRecording(
+    const DemoRecording& r, int chunk, const std::vector<TaskSpec>& tasks,
+    int width, int height, const std::vector<std::string>& cameras,
+    const std::string& origin);
 // CollectDemoRecording, then DemoSetFromRecording.
 absl::StatusOr<DemoSet> CollectDemonstrations(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks);
@@ -93,7 +96,8 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
 // action size), then DemoSetFromRecording. Errors name the file.
 absl::StatusOr<DemoSet> ReadDemonstrations(
     const std::vector<std::string>& files, int chunk,
-    const std::vector<TaskSpec>& tasks, int width, int height);
+    const std::vector<TaskSpec>& tasks, int width, int height,
+    const std::vector<std::string>& cameras);
 // `rl-vla3 demos export`: the experts' recording, one LIBERO-format file per
 // task, DIR/<task>_demo.hdf5; returns the files written.
 absl::StatusOr<std::vector<std::string>> ExportDemonstrations(

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "envs/demos/libero_file.h"
 #include "policies/action_tokenizer.h"
 #include "services/runs/sft.h"
@@ -12,27 +13,42 @@
 namespace rlvla3 {
 namespace {
 
-// Index of the first camera named one of `names`, or -1.
-int CameraIndex(const DemoRecording& r,
-                std::initializer_list<const char*> names) {
+// The recording's index of the run's camera `name` (the run's wrist is
+// LIBERO's eye_in_hand), or -1.
+int CameraIndex(const DemoRecording& r, const std::string& name) {
   for (size_t c = 0; c < r.cameras.size(); ++c) {
-    for (const char* n : names) {
-      if (r.cameras[c].name == n) return static_cast<int>(c);
+    const std::string& has = r.cameras[c].name;
+    if (has == name || (name == "wrist" && has == "eye_in_hand")) {
+      return static_cast<int>(c);
     }
   }
   return -1;
 }
 
-// The recording fits TinyVLA's inputs: two cameras of the run's image size,
-// 8 proprio values, 7-D actions.
-absl::Status CheckFits(const DemoRecording& r, int width, int height,
-                       const std::string& origin, int agent, int wrist) {
-  if (agent < 0 || wrist < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        origin, ": needs cameras agentview and wrist (or eye_in_hand); ",
-        "it has ", r.cameras.size()));
+// The recording's index of each of the run's `cameras`, in their order.
+absl::StatusOr<std::vector<int>> CameraIndices(
+    const DemoRecording& r, const std::vector<std::string>& cameras,
+    const std::string& origin) {
+  std::vector<int> at;
+  for (const std::string& name : cameras) {
+    at.push_back(CameraIndex(r, name));
+    if (at.back() >= 0) continue;
+    std::vector<std::string> has;
+    for (const DemoCamera& c : r.cameras) has.push_back(c.name);
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": no camera ", name, " (env.cameras names ",
+                     absl::StrJoin(cameras, ", "), "; the file has ",
+                     has.empty() ? "none" : absl::StrJoin(has, ", "), ")"));
   }
-  for (int c : {agent, wrist}) {
+  return at;
+}
+
+// The recording fits the run: its cameras at the run's image size, 8
+// proprio values, 7-D actions.
+absl::Status CheckFits(const DemoRecording& r, int width, int height,
+                       const std::string& origin,
+                       const std::vector<int>& cameras) {
+  for (int c : cameras) {
     const DemoCamera& cam = r.cameras[static_cast<size_t>(c)];
     if (cam.height != height || cam.width != width) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -74,19 +90,20 @@ bool SameLayout(const DemoRecording& a, const DemoRecording& b) {
 
 }  // namespace
 
-absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
-                                             const std::vector<TaskSpec>& tasks,
-                                             int width, int height,
-                                             const std::string& origin) {
-  const int agent = CameraIndex(r, {"agentview"});
-  const int wrist = CameraIndex(r, {"wrist", "eye_in_hand"});
-  if (absl::Status s = CheckFits(r, width, height, origin, agent, wrist);
-      !s.ok()) {
+absl::StatusOr<DemoSet> DemoSetFromRecording(
+    const DemoRecording& r, int chunk, const std::vector<TaskSpec>& tasks,
+    int width, int height, const std::vector<std::string>& cameras,
+    const std::string& origin) {
+  absl::StatusOr<std::vector<int>> at = CameraIndices(r, cameras, origin);
+  if (!at.ok()) return at.status();
+  if (absl::Status s = CheckFits(r, width, height, origin, *at); !s.ok()) {
     return s;
   }
   DemoSet d;
   d.width = width;
   d.height = height;
+  d.cameras = cameras;
+  const size_t image = static_cast<size_t>(width) * height * 3;
   d.chunk = chunk;
   for (const TaskSpec& t : tasks) {
     d.task_names.push_back(t.name);
@@ -123,18 +140,20 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(const DemoRecording& r, int chunk,
         const float* v = e.proprio[p].data() + t * n;
         d.proprio.insert(d.proprio.end(), v, v + n);
       }
+      for (int c : *at) {  // [C, H, W, 3] per step, the run's order
+        const uint8_t* frame =
+            e.images[static_cast<size_t>(c)].data() + t * image;
+        d.images.insert(d.images.end(), frame, frame + image);
+      }
     }
-    const auto& a = e.images[static_cast<size_t>(agent)];
-    const auto& w = e.images[static_cast<size_t>(wrist)];
-    d.agentview.insert(d.agentview.end(), a.begin(), a.end());
-    d.wrist.insert(d.wrist.end(), w.begin(), w.end());
   }
   return d;
 }
 
 absl::StatusOr<DemoSet> ReadDemonstrations(
     const std::vector<std::string>& files, int chunk,
-    const std::vector<TaskSpec>& tasks, int width, int height) {
+    const std::vector<TaskSpec>& tasks, int width, int height,
+    const std::vector<std::string>& cameras) {
   DemoRecording all;
   for (const std::string& file : files) {
     absl::StatusOr<DemoRecording> r = ReadLiberoHdf5(file);
@@ -152,7 +171,7 @@ absl::StatusOr<DemoSet> ReadDemonstrations(
     for (DemoEpisode& e : r->episodes) all.episodes.push_back(std::move(e));
   }
   return DemoSetFromRecording(
-      all, chunk, tasks, width, height,
+      all, chunk, tasks, width, height, cameras,
       files.size() == 1
           ? files.front()
           : absl::StrCat(files.size(), " files from ", files.front()));

@@ -73,7 +73,10 @@ class DemoCollector {
     r_.env_args = absl::StrCat(R"({"env_name": "rl-vla3", "type": 1, )",
                                R"("env_kwargs": {"camera_heights": )", h,
                                R"(, "camera_widths": )", w, "}}");
-    r_.cameras = {{"agentview", h, w}, {"eye_in_hand", h, w}};
+    // LIBERO's names: the wrist camera is eye_in_hand; others their own.
+    for (const std::string& name : o.env.cameras) {
+      r_.cameras.push_back({name == "wrist" ? "eye_in_hand" : name, h, w});
+    }
     r_.proprio = {{"ee_pos", 3}, {"ee_ori", 3}, {"gripper_states", 2}};
     r_.action_size = kActionDim;
     for (const auto& t : tasks) {
@@ -116,7 +119,7 @@ class DemoCollector {
 
  private:
   struct Episode {
-    std::vector<uint8_t> agentview, wrist;
+    std::vector<std::vector<uint8_t>> images;  // per camera [T, H, W, 3]
     std::vector<float> proprio, actions, rewards;
     int steps = 0;
     int init_id = 0;
@@ -151,9 +154,13 @@ class DemoCollector {
       experts_[static_cast<size_t>(id)].Reset();
     }
     experts_[static_cast<size_t>(id)].Act(*pool_->manipulation_env(id), a);
-    ep.agentview.insert(ep.agentview.end(), s.obs->agentview.begin(),
-                        s.obs->agentview.end());
-    ep.wrist.insert(ep.wrist.end(), s.obs->wrist.begin(), s.obs->wrist.end());
+    const size_t cameras = r_.cameras.size();
+    const size_t image = s.obs->images.size() / cameras;
+    ep.images.resize(cameras);
+    for (size_t c = 0; c < cameras; ++c) {
+      const uint8_t* frame = s.obs->images.data() + c * image;
+      ep.images[c].insert(ep.images[c].end(), frame, frame + image);
+    }
     ep.proprio.insert(ep.proprio.end(), s.obs->proprio,
                       s.obs->proprio + kProprioDim);
     ep.actions.insert(ep.actions.end(), a, a + kActionDim);
@@ -173,7 +180,7 @@ class DemoCollector {
     e.instruction = instructions_[static_cast<size_t>(task)];
     e.steps = ep.steps;
     e.init_id = ep.init_id;
-    e.images = {std::move(ep.agentview), std::move(ep.wrist)};
+    e.images = std::move(ep.images);
     e.proprio.resize(3);
     for (int t = 0; t < ep.steps; ++t) {
       const float* p = ep.proprio.data() + t * kProprioDim;
@@ -218,7 +225,7 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
   absl::StatusOr<DemoRecording> r = CollectDemoRecording(o, tasks);
   if (!r.ok()) return r.status();
   return DemoSetFromRecording(*r, o.chunk, tasks, o.env.image_width,
-                              o.env.image_height, "the experts");
+                              o.env.image_height, o.env.cameras, "the experts");
 }
 
 }  // namespace rlvla3

@@ -21,10 +21,9 @@ PolicyInput SyntheticInput(const InferenceServerOptions& o, int64_t B,
                            int64_t text_len, const at::Device& device) {
   const int64_t h = o.image_height, w = o.image_width;
   PolicyInput in;
-  in.agentview = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
-                     .random_(0, 256);
-  in.wrist = torch::empty({B, h, w, 3}, HostStaging(device, torch::kByte))
-                 .random_(0, 256);
+  in.images =
+      torch::empty({B, o.cameras, h, w, 3}, HostStaging(device, torch::kByte))
+          .random_(0, 256);
   in.proprio =
       torch::empty({B, kProprioDim}, HostStaging(device, torch::kFloat))
           .normal_();
@@ -115,8 +114,7 @@ LearnerStageDriver::LearnerStageDriver(const LocalEngineOptions& o,
   impl_->rng.seed(static_cast<uint32_t>(o.rollout.seed));
   for (int i = 0; i < envs; ++i) {
     auto s = std::make_unique<RolloutSegment>(impl_->shape);
-    for (auto& b : s->agentview) b = static_cast<uint8_t>(impl_->rng());
-    for (auto& b : s->wrist) b = static_cast<uint8_t>(impl_->rng());
+    for (auto& b : s->images) b = static_cast<uint8_t>(impl_->rng());
     FillTaken(o.action_bins, s.get(), &impl_->rng);
     impl_->segs.push_back(std::move(s));
   }

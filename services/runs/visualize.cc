@@ -41,11 +41,16 @@ absl::StatusOr<Session> Open(const std::string& name, EnvOptions options) {
   return s;
 }
 
+// The env's cameras left to right, in EnvOptions::cameras order.
 void SideBySide(const ManipulationEnv& env, int w, int h,
                 std::vector<uint8_t>* out) {
-  ConcatHorizontal(
-      {env.observation().agentview.data(), env.observation().wrist.data()},
-      {w, w}, h, out);
+  const Observation& obs = env.observation();
+  const size_t image = static_cast<size_t>(w) * h * 3;
+  const size_t cameras = obs.images.size() / image;
+  std::vector<const uint8_t*> images;
+  for (size_t c = 0; c < cameras; ++c)
+    images.push_back(obs.images.data() + c * image);
+  ConcatHorizontal(images, std::vector<int>(cameras, w), h, out);
 }
 
 }  // namespace
@@ -59,20 +64,26 @@ absl::Status RenderInitialState(const std::string& task, int init_id,
   std::vector<uint8_t> image;
   SideBySide(*s->env, options.image_width, options.image_height, &image);
   const int w = options.image_width, h = options.image_height;
-  if (absl::Status st = WritePng(out_png, image.data(), 2 * w, h); !st.ok()) {
+  const int cameras = static_cast<int>(options.cameras.size());
+  if (absl::Status st = WritePng(out_png, image.data(), cameras * w, h);
+      !st.ok()) {
     return st;
   }
-  // Each camera on its own too: <stem>_agentview.png and <stem>_wrist.png.
+  // Each camera on its own too: <stem>_<camera>.png.
   const std::string stem = absl::EndsWith(out_png, ".png")
                                ? out_png.substr(0, out_png.size() - 4)
                                : out_png;
   const Observation& obs = s->env->observation();
-  if (absl::Status st =
-          WritePng(stem + "_agentview.png", obs.agentview.data(), w, h);
-      !st.ok()) {
-    return st;
+  const size_t bytes = static_cast<size_t>(w) * h * 3;
+  for (int c = 0; c < cameras; ++c) {
+    if (absl::Status st =
+            WritePng(absl::StrCat(stem, "_", options.cameras[c], ".png"),
+                     obs.camera(c, bytes), w, h);
+        !st.ok()) {
+      return st;
+    }
   }
-  return WritePng(stem + "_wrist.png", obs.wrist.data(), w, h);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RolloutSummary> RecordRollout(const std::string& task,
@@ -87,7 +98,8 @@ absl::StatusOr<RolloutSummary> RecordRollout(const std::string& task,
   if (!s.ok()) return s.status();
   absl::StatusOr<ScriptedExpert> expert = ScriptedExpert::Create(*s->task);
   if (!expert.ok()) return expert.status();
-  const int w = 2 * options.image_width, h = options.image_height;
+  const int w = static_cast<int>(options.cameras.size()) * options.image_width,
+            h = options.image_height;
   const bool mp4 = absl::EndsWith(out_path, ".mp4");
   GifWriter gif;
   std::FILE* ffmpeg = nullptr;

@@ -20,8 +20,8 @@
 
 namespace rlvla3 {
 
-// Renders init state `init_id` of `task`; writes agentview | wrist to
-// `out_png`.
+// Renders init state `init_id` of `task`; writes its cameras (options.cameras)
+// side by side to `out_png` and each alone to <stem>_<camera>.png.
 absl::Status RenderInitialState(const std::string& task, int init_id,
                                 EnvOptions options, const std::string& out_png);
 

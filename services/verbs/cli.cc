@@ -17,7 +17,7 @@ constexpr char kUsage[] =
     "  config         print the resolved config (defaults, file, overrides)\n"
     "  selfcheck      runtime self-check (queues, batcher, codec, LibTorch)\n"
     "  render         --task NAME|FILE.yaml [--init K] [--out frame.png]\n"
-    "                 both camera views of one initial state\n"
+    "                 the env.cameras views of one initial state\n"
     "  rollout-video  --task NAME|FILE.yaml [--policy expert|random] [--init "
     "K]\n"
     "                 [--out run.gif|run.mp4]  record one episode\n"

@@ -53,8 +53,9 @@ Verb DemosVerb() {
           "export: the scripted experts' demonstrations (sft.tasks, "
           "sft.demos_per_task\nsuccessful episodes each) as LIBERO/robomimic "
           "HDF5, one file per task\n(<task>_demo.hdf5: data/demo_N/obs/"
-          "agentview_rgb, eye_in_hand_rgb, ee_pos,\nee_ori, gripper_states; "
-          "actions, rewards, dones); prints the files\n"
+          "<camera>_rgb for each camera of env.cameras\n(the wrist as "
+          "eye_in_hand), ee_pos, ee_ori, gripper_states; actions, rewards,\n"
+          "dones); prints the files\n"
           "  --out DIR   where (default <run.out_dir>/<run.name>/demos)\n",
           {"--out"},
           {},

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "runtime/logging.h"
 #include "services/options/config_bridge.h"
 #include "services/runs/visualize.h"
@@ -52,9 +53,10 @@ int VerbRender(const VerbArgs& f) {
     return absl::IsNotFound(s) ? kExitUsage : kExitFailure;
   }
   std::printf(
-      "wrote %s (agentview | wrist, %dx%d each; also *_agentview.png, "
-      "*_wrist.png) for task %s, initial state %d\n",
-      v->out.c_str(), static_cast<int>(v->config.env.image_width),
+      "wrote %s (%s side by side, %dx%d each; also *_<camera>.png) for task "
+      "%s, initial state %d\n",
+      v->out.c_str(), absl::StrJoin(EnvCameras(v->config.env), " | ").c_str(),
+      static_cast<int>(v->config.env.image_width),
       static_cast<int>(v->config.env.image_height), v->task.c_str(), v->init);
   return kExitOk;
 }
@@ -80,7 +82,8 @@ int VerbRolloutVideo(const VerbArgs& f) {
 
 Verb RenderVerb() {
   return {"render",
-          "both camera views of one initial state as a PNG\n"
+          "the cameras of env.cameras (agentview, wrist by default) of one "
+          "initial state, side by side, as a PNG\n"
           "  --task NAME|FILE.yaml   a suite task or a task file\n"
           "  --init K                initial state (default 0)\n"
           "  --out PATH              output image (default frame.png)\n",

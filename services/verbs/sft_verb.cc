@@ -7,6 +7,7 @@
 #include "runtime/logging.h"
 #include "runtime/metrics_writer.h"
 #include "runtime/text_file.h"
+#include "services/options/interface_fit.h"
 #include "services/runs/sft.h"
 #include "services/verbs/verb.h"
 #include "services/verbs/verbs.h"
@@ -19,6 +20,12 @@ int VerbSft(const VerbArgs& f) {
   auto c = LoadOrReport(f);
   if (!c) return kExitUsage;
   InitLogging(c->run.log_level, c->run.log_format);
+  if (c->policy.kind != "torchscript") {  // a new TinyVLA: its two cameras
+    if (absl::Status s = FitConfigToUndeclared(*c); !s.ok()) {
+      spdlog::error("sft: {}", s.ToString());
+      return kExitUsage;
+    }
+  }
   absl::StatusOr<SftOptions> options = SftOptionsFromConfig(*c);
   if (!options.ok()) {
     spdlog::error("sft: {}", options.status().ToString());

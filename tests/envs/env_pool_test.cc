@@ -38,8 +38,7 @@ uint64_t Hash(const EnvState& s) {
     const auto* b = static_cast<const uint8_t*>(p);
     for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
   };
-  mix(s.obs->agentview.data(), s.obs->agentview.size());
-  mix(s.obs->wrist.data(), s.obs->wrist.size());
+  mix(s.obs->images.data(), s.obs->images.size());
   mix(s.obs->proprio, sizeof(s.obs->proprio));
   return h;
 }
@@ -76,9 +75,7 @@ std::map<int, std::vector<uint64_t>> RunPool(int threads,
       hashes[id].push_back(Hash((*pool)->state(id)));
       if (images != nullptr) {
         const Observation& obs = *(*pool)->state(id).obs;
-        std::vector<uint8_t> both(obs.agentview);
-        both.insert(both.end(), obs.wrist.begin(), obs.wrist.end());
-        (*images)[id].push_back(std::move(both));
+        (*images)[id].push_back(obs.images);
       }
       if (steps[id]++ == kSteps) {
         --remaining;
@@ -177,8 +174,9 @@ TEST(EnvPool, RendersNonTrivialImages) {
   const Observation& obs = *(*pool)->state(0).obs;
   int distinct = 0;
   std::vector<bool> seen(256, false);
-  for (size_t i = 0; i < obs.agentview.size(); i += 3) {
-    if (!seen[obs.agentview[i]]) ++distinct, seen[obs.agentview[i]] = true;
+  const size_t agentview = obs.images.size() / 2;  // camera 0 of two
+  for (size_t i = 0; i < agentview; i += 3) {
+    if (!seen[obs.images[i]]) ++distinct, seen[obs.images[i]] = true;
   }
   EXPECT_GT(distinct, 20);  // a real scene, not a blank buffer
 }
@@ -251,9 +249,10 @@ TEST(EnvPool, FaultsEndTheEpisodeResetTheEnvAndAreCounted) {
   EXPECT_NE(
       faults[std::make_pair(0, 2)].find("the env crashed: injected fault"),
       std::string::npos);
-  EXPECT_NE(faults[std::make_pair(0, 4)].find(
-                "observation images: 6144 and 12288 bytes"),
-            std::string::npos)
+  EXPECT_NE(
+      faults[std::make_pair(0, 4)].find(
+          "observation images: 12288 bytes, expected 24576 ([2, 64, 64, 3])"),
+      std::string::npos)
       << faults[std::make_pair(0, 4)];
   EXPECT_NE(faults[std::make_pair(1, 3)].find("observation.proprio[0] is nan"),
             std::string::npos);
@@ -417,8 +416,8 @@ TEST(RenderBackend, MesaRendersHereAndAGpuBackendSaysWhenThereIsNone) {
   std::vector<int> ready;
   ASSERT_TRUE((*pool)->Recv(kEnvs, absl::Seconds(30), &ready).ok());
   const Observation& obs = *(*pool)->state(ready.front()).obs;
-  EXPECT_NE(std::count(obs.agentview.begin(), obs.agentview.end(), 0),
-            static_cast<long>(obs.agentview.size()))
+  EXPECT_NE(std::count(obs.images.begin(), obs.images.end(), 0),
+            static_cast<long>(obs.images.size()))
       << "a blank image";
   if (HasGpuEglDevice()) return;
   o.env.render_backend = RenderBackend::kGpu;

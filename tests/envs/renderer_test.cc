@@ -68,6 +68,38 @@ TEST_F(RendererTest, TiledDrawsReadBackTheImagesOfSingleRenders) {
   EXPECT_FALSE(ImagesNear(expected[0], expected[1]));
 }
 
+// An env's observation holds the cameras its options name, in that order:
+// each the image that camera renders alone.
+TEST_F(RendererTest, AnObservationHoldsTheNamedCamerasInOrder) {
+  EnvOptions o;
+  o.image_width = o.image_height = kSize;
+  o.cameras = {"sideview", "agentview", "wrist"};
+  auto env = ManipulationEnv::Create(model_, o, /*seed=*/3, 0);
+  ASSERT_TRUE(env.ok()) << env.status();
+  const Observation& obs = (*env)->observation();
+  const size_t bytes = kSize * kSize * 3;
+  ASSERT_EQ(obs.images.size(), 3 * bytes);
+  const mjModel* m = model_->model();
+  auto single = Renderer::Create(m, kSize, kSize);
+  ASSERT_TRUE(single.ok()) << single.status();
+  std::vector<Image> alone;
+  for (const std::string& name : o.cameras) {
+    alone.emplace_back(bytes);
+    (*single)->Render(m, (*env)->data(), Renderer::CameraId(m, name.c_str()),
+                      alone.back().data());
+  }
+  for (int c = 0; c < 3; ++c) {
+    const Image got(obs.camera(c, bytes), obs.camera(c, bytes) + bytes);
+    EXPECT_TRUE(ImagesNear(got, alone[c])) << o.cameras[c];
+  }
+  EXPECT_FALSE(ImagesNear(alone[0], alone[1]));  // sideview is its own view
+  o.cameras = {"agentview", "side"};
+  auto bad = ManipulationEnv::Create(model_, o, 3, 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("no camera 'side'"),
+            std::string::npos);
+}
+
 TEST_F(RendererTest, TilesAreCappedToWhatTheBufferHolds) {
   auto big = Renderer::Create(model_->model(), 1024, 1024, /*tiles=*/64);
   ASSERT_TRUE(big.ok()) << big.status();

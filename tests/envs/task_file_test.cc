@@ -33,6 +33,16 @@ TEST(TaskFile, ShippedExampleLoadsAndBuildsAScene) {
   auto env = ManipulationEnv::Create(*model, o, 0, 0);
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_FALSE((*model)->goal().Satisfied((*env)->model(), (*env)->data()));
+  // Its scene_mjcf adds a camera an observation may hold, beside the
+  // built-in ones; a camera no scene has is named with those it has.
+  EXPECT_TRUE((*model)->CameraIds({"sideview", "overhead", "wrist"}).ok());
+  absl::StatusOr<std::vector<int>> none = (*model)->CameraIds({"side"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(std::string(none.status().message())
+                .find("task lift_the_purple_block has no camera 'side' (its "
+                      "scene has: agentview, sideview, "),
+            std::string::npos)
+      << none.status();
 }
 
 TEST(TaskFile, ErrorsNameTheFileAndTheKey) {

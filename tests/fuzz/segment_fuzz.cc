@@ -50,7 +50,7 @@ rlvla3::v1::TrajectorySegment Valid() {
   RolloutSegment s(Shape());
   s.n = 3;
   s.has_bootstrap = true;
-  for (size_t i = 0; i < s.agentview.size(); ++i) s.agentview[i] = uint8_t(i);
+  for (size_t i = 0; i < s.images.size(); ++i) s.images[i] = uint8_t(i);
   for (int t = 0; t < 3; ++t) {
     s.terminal[t] = t == 0;
     s.executed[t] = 1;
@@ -208,8 +208,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       back.n != s.n || back.task != s.task ||
       std::memcmp(back.versions.data(), s.versions.data(),
                   sizeof(uint64_t) * s.n) != 0 ||
-      std::memcmp(back.agentview.data(), s.agentview.data(),
-                  s.image_bytes * (s.n + (s.has_bootstrap ? 1 : 0))) != 0) {
+      std::memcmp(back.camera_at(0, 0), s.camera_at(0, 0),
+                  s.camera_bytes * (s.n + (s.has_bootstrap ? 1 : 0))) != 0) {
     std::abort();
   }
   return 0;

@@ -54,10 +54,9 @@ std::string Export(const testutil::TestDir& dir, const std::string& name,
   return out;
 }
 
-PolicyInput Input(int64_t B, int64_t proprio) {
+PolicyInput Input(int64_t B, int64_t proprio, int64_t cameras) {
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
+  in.images = torch::randint(0, 256, {B, cameras, 32, 32, 3}, torch::kByte);
   in.proprio = torch::randn({B, proprio});
   in.text = torch::randint(2, 30, {B, 5}, torch::kLong);
   in.text_len = torch::full({B}, 5, torch::kLong);
@@ -84,7 +83,7 @@ TEST(DeclaredPolicy, AGaussianChunkOfEightActsAndTrainsThroughItsHead) {
   EXPECT_EQ((*p)->declared_interface()->cameras.size(), 1u);
   EXPECT_EQ((*p)->chunk(), 8);
   EXPECT_EQ((*p)->max_text_len(), 12);
-  const PolicyInput in = Input(3, 1);
+  const PolicyInput in = Input(3, 1, 1);
   const ActResult a = (*p)->Act(in, /*greedy=*/false);
   EXPECT_EQ(a.tokens.sizes(), (std::vector<int64_t>{3, 8, 7}));
   EXPECT_TRUE(a.tokens.is_floating_point());  // the sample as drawn
@@ -122,7 +121,7 @@ TEST(DeclaredPolicy, PerDimensionBinsFromAManifestStayInRange) {
   absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
       TorchScriptPolicy::Load(path);
   ASSERT_TRUE(p.ok()) << p.status();
-  const ActResult a = (*p)->Act(Input(256, 8), /*greedy=*/false);
+  const ActResult a = (*p)->Act(Input(256, 8, 2), /*greedy=*/false);
   ASSERT_EQ(a.tokens.sizes(), (std::vector<int64_t>{256, 4, 7}));
   const int64_t bins[] = {64, 64, 64, 32, 32, 32, 2};
   for (int64_t d = 0; d < 7; ++d) {

@@ -65,14 +65,13 @@ TEST(HostStaging, PinsOnlyForAGpu) {
 // B observations on the host, staged for `bound_for` (pinned for a GPU).
 PolicyInput Input(int64_t B, const at::Device& bound_for = at::kCPU) {
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
+  in.images = torch::randint(0, 256, {B, 2, 32, 32, 3}, torch::kByte);
   in.proprio = torch::randn({B, 8});
   in.text = torch::randint(2, 16, {B, 5}, torch::kLong);
   in.text_len = torch::tensor(std::vector<int64_t>{5, 2, 3, 1}, torch::kLong)
                     .narrow(0, 0, B);
   if (bound_for.is_cuda()) {
-    for (at::Tensor* t : {&in.agentview, &in.wrist, &in.proprio, &in.text}) {
+    for (at::Tensor* t : {&in.images, &in.proprio, &in.text}) {
       *t = t->pin_memory();
     }
   }
@@ -119,7 +118,7 @@ TEST(TinyVLAOnGpu, EvaluateAgreesWithTheCpuAndKeepsLengthsOnTheHost) {
   EXPECT_EQ(on_gpu->device(), gpu);
   const PolicyInput in = Input(4, gpu);
   const PolicyInput moved = ToDevice(in, gpu);
-  EXPECT_TRUE(moved.agentview.is_cuda());
+  EXPECT_TRUE(moved.images.is_cuda());
   EXPECT_FALSE(moved.text_len.is_cuda());
   const at::Tensor tokens = torch::randint(0, 256, {4, 3, 7}, torch::kLong);
   const EvalResult a = cpu.Evaluate(in, tokens);

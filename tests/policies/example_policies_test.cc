@@ -26,10 +26,10 @@ void Export(const std::string& script, const std::string& dir) {
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
-PolicyInput Input(int64_t B, const at::Tensor& text, const at::Tensor& lens) {
+PolicyInput Input(int64_t B, int64_t cameras, const at::Tensor& text,
+                  const at::Tensor& lens) {
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
+  in.images = torch::randint(0, 256, {B, cameras, 32, 32, 3}, torch::kByte);
   in.proprio = torch::randn({B, 8});
   in.text = text.expand({B, text.size(1)}).contiguous();
   in.text_len = lens.expand({B}).contiguous();
@@ -44,12 +44,16 @@ void ActsAndScores(TorchScriptPolicy& p, int64_t chunk) {
   at::Tensor text, lens;
   ASSERT_TRUE(e->EncodeTable({"lift the red cube"}, &text, &lens).ok());
   EXPECT_GT(lens[0].item<int64_t>(), 0);
-  const PolicyInput in = Input(3, text, lens);
+  const int64_t C =
+      static_cast<int64_t>(p.declared_interface()->cameras.size());
+  const PolicyInput in = Input(3, C, text, lens);
   const ActResult a = p.Act(in, /*greedy=*/false);
   EXPECT_EQ(a.actions.sizes(), (std::vector<int64_t>{3, chunk, 7}));
   EXPECT_TRUE((a.actions.abs() <= 1.0).all().item<bool>());
   const EvalResult ev = p.Evaluate(in, a.tokens);
   EXPECT_TRUE(torch::allclose(a.log_probs, ev.log_probs, 1e-4, 1e-5));
+  // A batch with another camera count than declared is refused, not cut.
+  EXPECT_THROW(p.Act(Input(3, C + 1, text, lens), false), c10::Error);
 }
 
 TEST(ExamplePolicies,
@@ -116,7 +120,7 @@ TEST(ExamplePolicies, ATokenizerNamedByItsAbsolutePathReloadsFromACheckpoint) {
   EXPECT_EQ(back->policy->declared_interface()->instruction.max_len, 16);
 }
 
-TEST(ExamplePolicies, AGaussianChunkOfEightOnTwoCamerasActsAndScores) {
+TEST(ExamplePolicies, AGaussianChunkOfEightOnThreeCamerasActsAndScores) {
   if (std::string(RLVLA3_PYTHON).empty()) {
     GTEST_SKIP() << "no python3 with torch and sentencepiece";
   }
@@ -127,6 +131,7 @@ TEST(ExamplePolicies, AGaussianChunkOfEightOnTwoCamerasActsAndScores) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ((*p)->declared_interface()->action.kind, ActionKind::kGaussian);
   EXPECT_EQ((*p)->chunk(), 8);
+  EXPECT_EQ((*p)->declared_interface()->cameras.size(), 3u);
   ActsAndScores(**p, 8);
 }
 

@@ -15,8 +15,7 @@ namespace {
 PolicyInput Input(int64_t B) {
   torch::manual_seed(11);
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
+  in.images = torch::randint(0, 256, {B, 2, 32, 32, 3}, torch::kByte);
   in.proprio = torch::randn({B, 8});
   in.text = torch::randint(2, 16, {B, 5}, torch::kLong);
   in.text_len = torch::tensor({5, 2, 3, 5}, torch::kLong).narrow(0, 0, B);

@@ -20,8 +20,7 @@ PolicyInput MakeInput(const std::vector<int64_t>& lengths, int64_t vocab) {
   const int64_t B = static_cast<int64_t>(lengths.size());
   const int64_t L = *std::max_element(lengths.begin(), lengths.end());
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
+  in.images = torch::randint(0, 256, {B, 2, 32, 32, 3}, torch::kByte);
   in.proprio = torch::randn({B, 8});
   in.text = torch::zeros({B, L}, torch::kLong);
   for (int64_t b = 0; b < B; ++b) {

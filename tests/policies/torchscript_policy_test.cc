@@ -27,8 +27,7 @@ std::string Export(const testutil::TestDir& dir, const std::string& name,
 
 PolicyInput Input(int64_t B) {
   PolicyInput in;
-  in.agentview = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
-  in.wrist = torch::randint(0, 256, {B, 32, 32, 3}, torch::kByte);
+  in.images = torch::randint(0, 256, {B, 2, 32, 32, 3}, torch::kByte);
   in.proprio = torch::randn({B, 8});
   in.text = torch::randint(2, 30, {B, 5}, torch::kLong);
   in.text_len = torch::full({B}, 5, torch::kLong);

@@ -361,8 +361,8 @@ TEST(Cli, EveryVerbHasItsOwnHelp) {
 }
 
 // A policy that declares a shape the run cannot give is refused before
-// anything starts, exit 2, naming both sides: three cameras where the envs
-// render two, a 6-D action for a 7-D controller, an image size against a
+// anything starts, exit 2, naming both sides: a camera the tasks' scenes do
+// not have, a 6-D action for a 7-D controller, an image size against a
 // given env.image_width (issue 50).
 TEST(Cli, ADeclaredShapeTheRunCannotGiveExits2NamingBothSides) {
   if (std::string(RLVLA3_PYTHON).empty()) GTEST_SKIP() << "no python3 torch";
@@ -380,8 +380,8 @@ TEST(Cli, ADeclaredShapeTheRunCannotGiveExits2NamingBothSides) {
     std::string name, declared, set, message;
   } cases[] = {
       {"three", declaration(camera + side, 7), "",
-       ": cameras[2].name = \"side\": expected a camera the envs render "
-       "(agentview, wrist)"},
+       "env.cameras = \"agentview,wrist,side\": expected cameras every "
+       "task's scene has: task "},
       {"six", declaration(camera, 6), "",
        ": action.size = \"6\": expected 7, the envs' controller"},
       {"size", declaration(camera, 7), " --set env.image_width=64",

@@ -19,9 +19,17 @@ Example:
     reply = client.act(env_id=0, task_id=0, agentview=img, wrist=img,
                        proprio=[0.0] * 8)
     seg = SegmentBuilder(env_id=0, task_id=0, shape=client.shape)
-    seg.add(agentview, wrist, proprio, reply, reward=0.0, done=False)
+    seg.add(agentview, wrist, proprio, reply, reward=0.0, done=False,
+            executed=4)
     client.push(seg.build(bootstrap=(agentview, wrist, proprio)))
     client.close()
+
+A run whose cameras are other than agentview and wrist (RunSettings.cameras,
+e.g. a declared policy's three) passes them as `images=`, in that order:
+    reply = client.act(env_id=0, task_id=0, images=[front, wrist, side],
+                       proprio=[0.0] * 8)
+    seg.add(images=[front, wrist, side], proprio=..., reply=reply, ...)
+    client.push(seg.build(bootstrap=([front, wrist, side], proprio)))
 """
 
 import dataclasses
@@ -30,7 +38,7 @@ import queue
 import struct
 import threading
 import time
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 import grpc
 
@@ -135,6 +143,8 @@ class WireShape:
     proprio_dim: int = 8
     chunk: int = 4
     action_dim: int = 7
+    # The run's cameras, in message order (RunSettings.cameras).
+    cameras: Tuple[str, ...] = ("agentview", "wrist")
     # How a taken action travels: uint8 bins, or float32 (a Gaussian sample;
     # bins above 256) -- RunSettings.action_tokens_dtype.
     tokens_dtype: int = tensor_pb2.DTYPE_UINT8
@@ -145,6 +155,7 @@ class WireShape:
         return WireShape(height=s.image_height, width=s.image_width,
                          proprio_dim=s.proprio_dim, chunk=s.chunk,
                          action_dim=s.action_dim,
+                         cameras=tuple(s.cameras) or ("agentview", "wrist"),
                          tokens_dtype=s.action_tokens_dtype or tensor_pb2.DTYPE_UINT8)
 
 
@@ -156,6 +167,28 @@ class Reply:
     log_probs: List[float]      # [K]
     value: float
     version: int
+
+
+def _camera_images(shape: WireShape, images, agentview, wrist) -> List[bytes]:
+    """One observation's images in the run's camera order: `images` (a
+    sequence in that order, or a dict by camera name), or for a run of
+    agentview and wrist the two keyword arguments."""
+    cams = list(shape.cameras)
+    if images is None:
+        if cams != ["agentview", "wrist"] or agentview is None or wrist is None:
+            raise ValueError("this run's cameras are %s: pass images=[...] in "
+                             "that order" % ", ".join(cams))
+        return [bytes(agentview), bytes(wrist)]
+    if isinstance(images, dict):
+        missing = [c for c in cams if c not in images]
+        if missing or len(images) != len(cams):
+            raise ValueError("images: cameras %s, expected %s" % (
+                ", ".join(sorted(images)), ", ".join(cams)))
+        return [bytes(images[c]) for c in cams]
+    if len(images) != len(cams):
+        raise ValueError("images: %d given, the run's cameras are %s" % (
+            len(images), ", ".join(cams)))
+    return [bytes(i) for i in images]
 
 
 def _tensor(dtype: int, shape: Sequence[int], data: bytes) -> tensor_pb2.Tensor:
@@ -233,19 +266,22 @@ class RolloutClient:
         except grpc.RpcError:
             pass  # closed with the client
 
-    def act(self, env_id: int, task_id: int, agentview: bytes, wrist: bytes,
-            proprio: Sequence[float]) -> Reply:
-        """Sends one observation and waits for its action chunk. Raises
-        ValueError with the server's message when it refuses the observation
-        (INVALID_ARGUMENT naming the field)."""
+    def act(self, env_id: int, task_id: int, agentview: bytes = None,
+            wrist: bytes = None, proprio: Sequence[float] = None, *,
+            images=None) -> Reply:
+        """Sends one observation and waits for its action chunk: `images`
+        in the run's camera order (shape.cameras; or agentview and wrist
+        for a run of those two). Raises ValueError with the server's message
+        when it refuses the observation (INVALID_ARGUMENT naming the field)."""
         s = self.shape
+        frames = _camera_images(s, images, agentview, wrist)
         obs = rollout_pb2.Observation(
             env_id=env_id, task_id=task_id, sent_unix_ns=time.time_ns(),
             proprio=_tensor(tensor_pb2.DTYPE_FLOAT32, [s.proprio_dim],
                             _floats(proprio)))
-        for name, img in (("agentview", agentview), ("wrist", wrist)):
+        for name, img in zip(s.cameras, frames):
             obs.images.add(name=name, rgb=_tensor(
-                tensor_pb2.DTYPE_UINT8, [s.height, s.width, 3], bytes(img)))
+                tensor_pb2.DTYPE_UINT8, [s.height, s.width, 3], img))
         self._requests.put(obs)
         r = self._replies[env_id].get(timeout=self._timeout)
         if r.error_code != 0:
@@ -292,7 +328,7 @@ class SegmentBuilder:
                  run_id: int = 0, index: int = 0):
         self.env_id, self.task_id, self.shape = env_id, task_id, shape
         self.run_id, self.index = run_id, index
-        self._agentview, self._wrist, self._proprio = [], [], []
+        self._frames, self._proprio = [], []  # frames: per decision, per camera
         self._tokens, self._log_probs = [], []
         self._values, self._rewards, self._dones = [], [], []
         self._executed, self._versions = [], []
@@ -300,10 +336,13 @@ class SegmentBuilder:
     def __len__(self):
         return len(self._rewards)
 
-    def add(self, agentview: bytes, wrist: bytes, proprio: Sequence[float],
-            reply: Reply, reward: float, done: bool, executed: int):
-        self._agentview.append(bytes(agentview))
-        self._wrist.append(bytes(wrist))
+    def add(self, agentview: bytes = None, wrist: bytes = None,
+            proprio: Sequence[float] = None, reply: Reply = None,
+            reward: float = 0.0, done: bool = False, executed: int = 1, *,
+            images=None):
+        """One decision: its observation (`images` in the run's camera
+        order, or agentview and wrist), the reply, and what stepping it gave."""
+        self._frames.append(_camera_images(self.shape, images, agentview, wrist))
         self._proprio.extend(proprio)
         self._tokens.append(reply.tokens)
         self._log_probs.extend(reply.log_probs)
@@ -315,15 +354,18 @@ class SegmentBuilder:
 
     def build(self, bootstrap=None, success: bool = False
               ) -> rollout_pb2.TrajectorySegment:
-        """The segment; `bootstrap` = (agentview, wrist, proprio) of the
-        observation after the last decision when the episode goes on."""
+        """The segment; `bootstrap` = (agentview, wrist, proprio), or (images,
+        proprio), of the observation after the last decision when the
+        episode goes on."""
         s, n = self.shape, len(self)
-        av, wr, pr = list(self._agentview), list(self._wrist), list(self._proprio)
+        frames, pr = list(self._frames), list(self._proprio)
         if bootstrap is not None:
-            av.append(bytes(bootstrap[0]))
-            wr.append(bytes(bootstrap[1]))
-            pr.extend(bootstrap[2])
-        rows = len(av)
+            if len(bootstrap) == 2:
+                frames.append(_camera_images(s, bootstrap[0], None, None))
+            else:
+                frames.append(_camera_images(s, None, bootstrap[0], bootstrap[1]))
+            pr.extend(bootstrap[-1])
+        rows = len(frames)
         u8, f32, i64 = (tensor_pb2.DTYPE_UINT8, tensor_pb2.DTYPE_FLOAT32,
                         tensor_pb2.DTYPE_INT64)
         seg = rollout_pb2.TrajectorySegment(
@@ -343,7 +385,8 @@ class SegmentBuilder:
             executed=_tensor(u8, [n], bytes(self._executed)),
             policy_versions=_tensor(i64, [n], struct.pack(
                 "<%dq" % n, *self._versions)))
-        for name, imgs in (("agentview", av), ("wrist", wr)):
+        for c, name in enumerate(s.cameras):
             seg.images.add(name=name, rgb=_tensor(
-                u8, [rows, s.height, s.width, 3], b"".join(imgs)))
+                u8, [rows, s.height, s.width, 3],
+                b"".join(f[c] for f in frames)))
         return seg

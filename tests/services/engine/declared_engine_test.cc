@@ -14,6 +14,7 @@
 #include "policies/torchscript_policy.h"
 #include "services/engine/local_engine.h"
 #include "services/options/engine_config.h"
+#include "services/options/interface_fit.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
@@ -47,7 +48,10 @@ Config SmallConfig(const std::string& mode, const std::string& algorithm,
            "env.max_episode_steps=12", "rl.grpo_group_size=2",
            "policy.kind=torchscript", "policy.path=" + policy});
   EXPECT_TRUE(c.ok()) << c.status();
-  return c.ok() ? *c : Config{};
+  if (!c.ok()) return Config{};
+  // As the CLI does: the declaration's cameras (and sizes) bind the run.
+  EXPECT_TRUE(FitConfigToPolicy(&*c).ok());
+  return *c;
 }
 
 std::string Export(const testutil::TestDir& dir, const std::string& name,
@@ -103,6 +107,27 @@ TEST(DeclaredEngine, AGaussianChunkTrainsInBothModesAndWithGrpo) {
     SCOPED_TRACE(std::string(mode) + " " + algorithm);
     TrainsTwoSteps(SmallConfig(mode, algorithm, pt));
   }
+}
+
+// A run whose env.cameras are not the declared ones (a config not fitted
+// to the policy) is refused naming the key, before any env starts.
+TEST(DeclaredEngine, CamerasOtherThanDeclaredAreAConfigError) {
+  if (std::string(RLVLA3_PYTHON).empty()) GTEST_SKIP() << "no python3 torch";
+  const testutil::TestDir dir;
+  const std::string pt = Export(dir, "gaussian.pt", kGaussian);
+  Config c = SmallConfig("async", "ppo", pt);
+  c.env.cameras = "agentview,wrist";
+  absl::StatusOr<EngineParts> parts = BuildEngineParts(c);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  const absl::StatusOr<LocalEngineOptions> o =
+      LocalEngineOptionsFromConfig(c, *parts);
+  ASSERT_FALSE(o.ok());
+  EXPECT_TRUE(IsConfigError(o.status())) << o.status();
+  EXPECT_NE(std::string(o.status().message())
+                .find("env.cameras = \"agentview,wrist\": expected agentview, "
+                      "the cameras the policy declares"),
+            std::string::npos)
+      << o.status();
 }
 
 TEST(DeclaredEngine, BinsAbove256TravelAsFloatAndTrain) {

@@ -93,8 +93,7 @@ void ExpectThePolicysChoice(TinyVLAPolicy& policy,
                             int e, const Got& g) {
   EXPECT_EQ(g.version, 7u);
   PolicyInput in;
-  in.agentview = images[e][0].unsqueeze(0);
-  in.wrist = images[e][1].unsqueeze(0);
+  in.images = images[e].unsqueeze(0);
   in.proprio = proprio[e].unsqueeze(0);
   in.text = o.text[e % 2].unsqueeze(0);
   in.text_len = o.text_len[e % 2].unsqueeze(0);
@@ -132,9 +131,12 @@ std::map<int, Got> Serve(TinyVLAPolicy& policy, const at::Tensor& images,
   server.Start([&] { channel.Close(); });
   for (int e = 0; e < kEnvs; ++e) {
     EXPECT_TRUE(channel
-                    .Submit({e, e % 2, images[e][0].data_ptr<uint8_t>(),
-                             images[e][1].data_ptr<uint8_t>(),
-                             proprio[e].data_ptr<float>(), 0})
+                    .Submit({e,
+                             e % 2,
+                             {images[e][0].data_ptr<uint8_t>(),
+                              images[e][1].data_ptr<uint8_t>()},
+                             proprio[e].data_ptr<float>(),
+                             0})
                     .ok());
   }
   replies.WaitForEveryEnv();
@@ -166,9 +168,10 @@ TEST(InferenceServer, EachEnvGetsThePolicysChoiceForItsOwnObservation) {
 void FillSegment(const at::Tensor& images, const at::Tensor& proprio, int e,
                  const Got& g, RolloutSegment* s) {
   s->Clear();
-  std::memcpy(s->agentview_at(0), images[e][0].data_ptr<uint8_t>(),
-              s->image_bytes);
-  std::memcpy(s->wrist_at(0), images[e][1].data_ptr<uint8_t>(), s->image_bytes);
+  for (int c = 0; c < 2; ++c) {
+    std::memcpy(s->camera_at(c, 0), images[e][c].data_ptr<uint8_t>(),
+                s->camera_bytes);
+  }
   std::memcpy(s->proprio_at(0), proprio[e].data_ptr<float>(),
               sizeof(float) * 8);
   std::memcpy(s->tokens_at(0), g.tokens.data(), g.tokens.size());

@@ -36,8 +36,7 @@ inline SegmentShape SmallShape() {
 // Clears `s` and fills its images, proprio and action tokens at random.
 inline void RandomObservations(RolloutSegment* s, std::mt19937* rng) {
   s->Clear();
-  for (auto& b : s->agentview) b = static_cast<uint8_t>((*rng)());
-  for (auto& b : s->wrist) b = static_cast<uint8_t>((*rng)());
+  for (auto& b : s->images) b = static_cast<uint8_t>((*rng)());
   for (auto& p : s->proprio) p = static_cast<float>((*rng)() % 100) / 100.0f;
   for (auto& t : s->tokens) t = static_cast<uint8_t>((*rng)());
 }

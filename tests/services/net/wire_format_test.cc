@@ -27,9 +27,8 @@ SegmentShape Shape() {
 void Fill(RolloutSegment* s, int n, bool bootstrap) {
   s->n = n;
   s->has_bootstrap = bootstrap;
-  for (size_t i = 0; i < s->agentview.size(); ++i) {
-    s->agentview[i] = uint8_t(i * 7);
-    s->wrist[i] = uint8_t(i * 13 + 1);
+  for (size_t i = 0; i < s->images.size(); ++i) {
+    s->images[i] = uint8_t(i * 7 + i / s->camera_bytes);
   }
   for (size_t i = 0; i < s->proprio.size(); ++i) s->proprio[i] = 0.5f * i;
   for (size_t i = 0; i < s->tokens.size(); ++i) s->tokens[i] = uint8_t(i);
@@ -58,11 +57,11 @@ TEST(WireFormat, SegmentRoundTripsExactly) {
   EncodeSegment(a, a.env_id, &m);
   ASSERT_TRUE(DecodeSegment(m, SegmentLimits{}, &b).ok())
       << DecodeSegment(m, SegmentLimits{}, &b);
-  const size_t rows = 5 * a.image_bytes;  // n + bootstrap
-  EXPECT_TRUE(std::equal(a.agentview.begin(), a.agentview.begin() + rows,
-                         b.agentview.begin()));
-  EXPECT_TRUE(
-      std::equal(a.wrist.begin(), a.wrist.begin() + rows, b.wrist.begin()));
+  const size_t rows = 5 * a.camera_bytes;  // n + bootstrap
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_TRUE(std::equal(a.camera_at(c, 0), a.camera_at(c, 0) + rows,
+                           b.camera_at(c, 0)));
+  }
   for (int t = 0; t < 4; ++t) {
     EXPECT_EQ(a.values[t], b.values[t]);
     EXPECT_EQ(a.rewards[t], b.rewards[t]);
@@ -87,6 +86,59 @@ TEST(WireFormat, SegmentRoundTripsExactly) {
 // What a declared policy took travels as it declares (issue 50): float32
 // samples of a Gaussian head round-trip bit for bit, and bins are checked
 // against each dimension's count, whatever their width on the wire.
+// The run's cameras travel by name and in order, however many (issue 50):
+// three round-trip, and a message with other names, order or count is
+// refused naming the cameras the run expects.
+TEST(WireFormat, TheRunsCamerasTravelByNameInOrder) {
+  SegmentShape sh = Shape();
+  sh.cameras = {"agentview", "wrist", "sideview"};
+  RolloutSegment a(sh), b(sh);
+  Fill(&a, 3, /*bootstrap=*/true);
+  v1::TrajectorySegment m;
+  EncodeSegment(a, a.env_id, &m);
+  ASSERT_EQ(m.images_size(), 3);
+  EXPECT_EQ(m.images(2).name(), "sideview");
+  ASSERT_TRUE(DecodeSegment(m, SegmentLimits{}, &b).ok());
+  EXPECT_TRUE(std::equal(a.camera_at(2, 0),
+                         a.camera_at(2, 0) + 4 * a.camera_bytes,
+                         b.camera_at(2, 0)));
+  RolloutSegment two(Shape());  // agentview, wrist
+  const absl::Status s = DecodeSegment(m, SegmentLimits{}, &two);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "segment.images: expected cameras \"agentview\", \"wrist\" in that "
+            "order (RunSettings.cameras), got \"agentview\", \"wrist\", "
+            "\"sideview\"");
+
+  WireShape ws;
+  ws.height = sh.height;
+  ws.width = sh.width;
+  ws.cameras = sh.cameras;
+  ObservationRequest r;
+  r.task = 1;
+  for (int c = 0; c < 3; ++c) r.images[c] = a.camera_at(c, 1);
+  r.proprio = a.proprio_at(1);
+  v1::Observation o;
+  EncodeObservation(r, /*global_env=*/2, ws, &o);
+  ASSERT_TRUE(CheckObservation(o, ws, 4, 2).ok())
+      << CheckObservation(o, ws, 4, 2);
+  const ObservationRequest view = ObservationView(o);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_TRUE(std::equal(view.images[c], view.images[c] + a.camera_bytes,
+                           a.camera_at(c, 1)));
+  }
+  o.mutable_images()->SwapElements(1, 2);
+  EXPECT_NE(
+      CheckObservation(o, ws, 4, 2)
+          .message()
+          .find(
+              "observation.images: expected cameras \"agentview\", \"wrist\", "
+              "\"sideview\" in that order"),
+      std::string::npos);
+  o.mutable_images()->RemoveLast();
+  EXPECT_FALSE(CheckObservation(o, ws, 4, 2).ok());
+}
+
 TEST(WireFormat, TakenActionsTravelAsDeclaredAndBinsAreCheckedPerDimension) {
   SegmentShape wide = Shape();
   wide.taken_bytes = 4;
@@ -199,7 +251,7 @@ TEST(WireFormat, EachBadFieldIsRefusedNamingItAndNothingIsCopied) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_NE(s.message().find(bad.field), std::string::npos) << s;
     EXPECT_EQ(b.n, 0);
-    EXPECT_EQ(b.agentview[0], 0);  // nothing copied
+    EXPECT_EQ(b.images[0], 0);  // nothing copied
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "services/options/interface_fit.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
@@ -20,7 +21,7 @@ CheckpointContext Recorded() {
   CheckpointContext c;
   c.image_width = 64;
   c.image_height = 48;
-  c.cameras = PolicyCameras();
+  c.cameras = UndeclaredPolicyCameras();
   c.chunk = 6;
   c.execute_steps = 3;
   c.tasks = {"put_red_cube_on_plate", "stack_green_cube_on_red_cube"};
@@ -43,7 +44,7 @@ TEST(CheckpointContext, RoundTripsAndAMalformedOneNamesItsFile) {
   ASSERT_TRUE(back->has_value());
   EXPECT_EQ((*back)->image_width, 64);
   EXPECT_EQ((*back)->image_height, 48);
-  EXPECT_EQ((*back)->cameras, PolicyCameras());
+  EXPECT_EQ((*back)->cameras, UndeclaredPolicyCameras());
   EXPECT_EQ((*back)->chunk, 6);
   EXPECT_EQ((*back)->execute_steps, 3);
   EXPECT_EQ((*back)->tasks, Recorded().tasks);

@@ -1,8 +1,8 @@
 // A run's config against the interface its policy declares (issue 50, item
 // 1): the declaration takes the place of keys not given (image size from its
 // cameras, chunk, text length), a given key that contradicts it is a config
-// error naming both sides, what the envs cannot give (a camera no env
-// renders, another proprio or action size) is a config error naming the
+// error naming both sides, what the envs cannot give (cameras of different
+// sizes, another proprio or action size) is a config error naming the
 // declaration's field; the declaration rides in context.json and binds a run
 // from the checkpoint the same way; a TorchScript policy's own declaration
 // (policy.path) is read at config time.
@@ -48,6 +48,7 @@ TEST(InterfaceFit, TheDeclarationTakesThePlaceOfKeysNotGiven) {
   ASSERT_TRUE(FitConfigToInterface(Declared(), "my.json", &c).ok());
   EXPECT_EQ(c.env.image_height, 48);
   EXPECT_EQ(c.env.image_width, 40);
+  EXPECT_EQ(c.env.cameras, "agentview");
   EXPECT_EQ(c.policy.chunk, 8);
   EXPECT_EQ(c.policy.max_text_len, 40);
 }
@@ -64,6 +65,22 @@ TEST(InterfaceFit, AGivenKeyThatContradictsItNamesBothSides) {
   EXPECT_NE(Message(FitConfigToInterface(Declared(), "my.json", &chunk))
                 .find("policy.chunk = \"4\": expected 8"),
             std::string::npos);
+  Config cameras = Load({"env.cameras=agentview,wrist"});
+  EXPECT_EQ(Message(FitConfigToInterface(Declared(), "my.json", &cameras)),
+            "--set: env.cameras = \"agentview,wrist\": expected agentview, "
+            "the cameras policy my.json declares, in its order; leave the key "
+            "out to take them");
+}
+
+TEST(InterfaceFit, AnUndeclaredPolicyReadsAgentviewThenWrist) {
+  EXPECT_TRUE(FitConfigToUndeclared(Load({})).ok());
+  const absl::Status s =
+      FitConfigToUndeclared(Load({"env.cameras=wrist,agentview"}));
+  EXPECT_TRUE(IsConfigError(s)) << s;
+  EXPECT_NE(Message(s).find("env.cameras = \"wrist,agentview\": expected "
+                            "agentview,wrist: TinyVLA"),
+            std::string::npos)
+      << s;
 }
 
 TEST(InterfaceFit, WhatTheEnvsCannotGiveIsRefusedNamingTheField) {
@@ -73,10 +90,9 @@ TEST(InterfaceFit, WhatTheEnvsCannotGiveIsRefusedNamingTheField) {
   const Case cases[] = {
       {R"([{"name": "agentview", "height": 48, "width": 40}])",
        R"([{"name": "agentview", "height": 48, "width": 40},
-           {"name": "wrist", "height": 48, "width": 40},
-           {"name": "side", "height": 48, "width": 40}])",
-       "my.json: cameras[2].name = \"side\": expected a camera the envs "
-       "render (agentview, wrist)"},
+           {"name": "wrist", "height": 32, "width": 32}])",
+       "my.json: cameras[1] = \"32x32\": expected 48x40 like cameras[0]: the "
+       "envs render every camera at env.image_height x env.image_width"},
       {R"("proprio": 0)", R"("proprio": 9)",
        "my.json: proprio = \"9\": expected 0 (none) or 8, the proprio the "
        "envs give (ee_pos 3, ee_ori 3, gripper_states 2)"},
@@ -137,11 +153,9 @@ TEST(InterfaceFit, ATorchScriptPolicysOwnDeclarationIsReadAtConfigTime) {
                           " --declare '" + three + "' > /dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   Config c = Load({"policy.kind=torchscript", "policy.path=" + pt});
-  const absl::Status s = FitConfigToPolicy(&c);
-  EXPECT_TRUE(IsConfigError(s)) << s;
-  EXPECT_EQ(Message(s), pt + ": cameras[2].name = \"side\": "
-                             "expected a camera the envs render "
-                             "(agentview, wrist)");
+  ASSERT_TRUE(FitConfigToPolicy(&c).ok());
+  EXPECT_EQ(c.env.cameras, "agentview,wrist,side");  // the scenes' to give
+  EXPECT_EQ(c.env.image_height, 48);
   Config tiny = Load({});
   EXPECT_TRUE(FitConfigToPolicy(&tiny).ok());  // TinyVLA: nothing declared
 }

@@ -18,7 +18,7 @@ import grpc
 sys.path.insert(0, os.path.join(os.environ["RLVLA3_SOURCE_DIR"],
                                 "services", "python", "examples"))
 
-from rlvla3_client import (RolloutClient, Tls, WireShape,  # noqa: E402
+from rlvla3_client import (Reply, RolloutClient, SegmentBuilder, Tls, WireShape,  # noqa: E402
                            check_health)
 import toy_env_worker  # noqa: E402
 
@@ -116,6 +116,30 @@ class PythonClientTest(unittest.TestCase):
         client.close()
         # Still serving.
         self.assertEqual(check_health(self.inference_addr), "SERVING")
+
+
+class CameraOrderTest(unittest.TestCase):
+    """A run's cameras (RunSettings.cameras) travel by name in its order,
+    however many; a wrong count or name is refused before anything is sent."""
+
+    def test_three_cameras_build_a_segment_in_the_runs_order(self):
+        shape = WireShape(height=2, width=2, cameras=("agentview", "wrist", "sideview"))
+        img = {c: bytes([i]) * 12 for i, c in enumerate(shape.cameras)}
+        reply = Reply(env_id=0, actions=[[0.0] * 7] * 4, tokens=bytes(28),
+                      log_probs=[0.0] * 4, value=0.0, version=0)
+        seg = SegmentBuilder(env_id=0, task_id=0, shape=shape)
+        seg.add(images=img, proprio=[0.0] * 8, reply=reply, reward=1.0,
+                done=False, executed=4)
+        m = seg.build(bootstrap=([img["agentview"], img["wrist"], img["sideview"]],
+                                 [0.0] * 8))
+        self.assertEqual([i.name for i in m.images], ["agentview", "wrist", "sideview"])
+        self.assertEqual(list(m.images[2].rgb.shape), [2, 2, 2, 3])
+        self.assertEqual(m.images[2].rgb.data, bytes([2]) * 24)
+        with self.assertRaises(ValueError):  # two where the run has three
+            seg.add(images=[img["agentview"], img["wrist"]], proprio=[0.0] * 8,
+                    reply=reply)
+        with self.assertRaises(ValueError):  # the two-camera keywords
+            seg.add(img["agentview"], img["wrist"], [0.0] * 8, reply)
 
 
 class TlsClientTest(unittest.TestCase):

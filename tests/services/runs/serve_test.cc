@@ -151,14 +151,14 @@ TEST_F(ServeTest, CallWithoutTokenIsUnauthenticated) {
 }
 
 // The test config's shapes (64x64 cameras, P 8, K 4, A 7).
-const WireShape kShape{64, 64, 8, 4, 7};
+const WireShape kShape{64, 64, {"agentview", "wrist"}, 8, 4, 7};
 
 // A well-formed observation of task 0 for global env `env`.
 v1::Observation ObservationFor(int env) {
   const std::vector<uint8_t> image(64 * 64 * 3, 128);
   const std::vector<float> proprio(8, 0.1f);
-  const ObservationRequest r{0, 0, image.data(), image.data(), proprio.data(),
-                             0};
+  const ObservationRequest r{
+      0, 0, {image.data(), image.data()}, proprio.data(), 0};
   v1::Observation m;
   EncodeObservation(r, env, kShape, &m);
   return m;
@@ -232,8 +232,8 @@ v1::TrajectorySegment ValidSegmentFor(const v1::RunSettings& r) {
   RolloutSegment s(sh);
   s.n = 4;
   s.has_bootstrap = true;
-  for (size_t i = 0; i < s.agentview.size(); ++i) {
-    s.agentview[i] = s.wrist[i] = static_cast<uint8_t>(i % 251);
+  for (size_t i = 0; i < s.images.size(); ++i) {
+    s.images[i] = static_cast<uint8_t>(i % s.camera_bytes % 251);
   }
   for (int t = 0; t < s.n; ++t) {
     for (int k = 0; k < sh.chunk; ++k) s.log_probs_at(t)[k] = -5.0f;

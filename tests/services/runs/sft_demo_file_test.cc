@@ -27,8 +27,8 @@ void ExpectSame(const DemoSet& a, const DemoSet& b) {
   EXPECT_EQ(a.size(), b.size());
   EXPECT_EQ(a.episodes, b.episodes);
   EXPECT_EQ(a.attempts, b.attempts);
-  EXPECT_EQ(a.agentview, b.agentview);
-  EXPECT_EQ(a.wrist, b.wrist);
+  EXPECT_EQ(a.cameras, b.cameras);
+  EXPECT_EQ(a.images, b.images);
   EXPECT_EQ(a.proprio, b.proprio);
   EXPECT_EQ(a.action_tokens, b.action_tokens);
   EXPECT_EQ(a.task, b.task);
@@ -50,15 +50,16 @@ TEST(SftDemoFile, TheExportedFileClonesTheSameSamplesAsTheExperts) {
     EXPECT_EQ(e.dones.back(), 1);
     EXPECT_EQ(e.task, "lift_the_red_cube");
   }
-  absl::StatusOr<DemoSet> live =
-      DemoSetFromRecording(*rec, o.chunk, *tasks, 32, 32, "the experts");
+  absl::StatusOr<DemoSet> live = DemoSetFromRecording(
+      *rec, o.chunk, *tasks, 32, 32, o.env.cameras, "the experts");
   ASSERT_TRUE(live.ok()) << live.status();
   ASSERT_TRUE(WriteLiberoHdf5(*rec, dir.File("lift_demo.hdf5")).ok());
   absl::StatusOr<DemoRecording> read =
       ReadLiberoHdf5(dir.File("lift_demo.hdf5"));
   ASSERT_TRUE(read.ok()) << read.status();
-  absl::StatusOr<DemoSet> file = DemoSetFromRecording(
-      *read, o.chunk, *tasks, 32, 32, dir.File("lift_demo.hdf5"));
+  absl::StatusOr<DemoSet> file =
+      DemoSetFromRecording(*read, o.chunk, *tasks, 32, 32, o.env.cameras,
+                           dir.File("lift_demo.hdf5"));
   ASSERT_TRUE(file.ok()) << file.status();
   ExpectSame(*live, *file);
   // The collection as SFT has always run it gives the same samples.
@@ -81,10 +82,11 @@ TEST(SftDemoFile, ARecordingOfAnotherShapeOrTaskIsRefusedNamingBothSides) {
   e.proprio = {{0, 0, 0}, {0, 0, 0}, {0, 0}};
   e.actions.assign(7, 0.0f);
   r.episodes = {e};
-  EXPECT_TRUE(DemoSetFromRecording(r, 3, *tasks, 32, 32, "f.hdf5").ok());
+  const std::vector<std::string> two = {"agentview", "wrist"};
+  EXPECT_TRUE(DemoSetFromRecording(r, 3, *tasks, 32, 32, two, "f.hdf5").ok());
   auto error = [&](const DemoRecording& bad) {
     absl::StatusOr<DemoSet> d =
-        DemoSetFromRecording(bad, 3, *tasks, 32, 32, "f.hdf5");
+        DemoSetFromRecording(bad, 3, *tasks, 32, 32, two, "f.hdf5");
     return d.ok() ? std::string() : std::string(d.status().message());
   };
   DemoRecording big = r;
@@ -95,8 +97,10 @@ TEST(SftDemoFile, ARecordingOfAnotherShapeOrTaskIsRefusedNamingBothSides) {
       << error(big);
   DemoRecording one_cam = r;
   one_cam.cameras.pop_back();
-  EXPECT_NE(error(one_cam).find("needs cameras agentview and wrist"),
-            std::string::npos);
+  EXPECT_NE(error(one_cam).find("f.hdf5: no camera wrist (env.cameras names "
+                                "agentview, wrist; the file has agentview)"),
+            std::string::npos)
+      << error(one_cam);
   DemoRecording six = r;
   six.action_size = 6;
   EXPECT_NE(error(six).find("actions of 6; the policy reads 8 and acts on 7"),
@@ -108,6 +112,48 @@ TEST(SftDemoFile, ARecordingOfAnotherShapeOrTaskIsRefusedNamingBothSides) {
                               "run's (sft.tasks)"),
             std::string::npos)
       << error(other);
+}
+
+// A run takes the cameras it names from a file by name, in its own order:
+// one camera of two, or three of three with the wrist as eye_in_hand.
+TEST(SftDemoFile, TheRunsCamerasArePickedByNameInItsOrder) {
+  const Config c = OneTask();
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  const size_t image = 32 * 32 * 3;
+  DemoRecording r;
+  r.cameras = {
+      {"agentview", 32, 32}, {"eye_in_hand", 32, 32}, {"sideview", 32, 32}};
+  r.proprio = {{"ee_pos", 3}, {"ee_ori", 3}, {"gripper_states", 2}};
+  DemoEpisode e;
+  e.task = "lift_the_red_cube";
+  e.steps = 2;
+  for (uint8_t c = 0; c < 3; ++c) {  // camera c, step t: bytes 10 c + t
+    std::vector<uint8_t> frames(2 * image, static_cast<uint8_t>(10 * c));
+    std::fill(frames.begin() + image, frames.end(), 10 * c + 1);
+    e.images.push_back(frames);
+  }
+  e.proprio = {std::vector<float>(6, 0), std::vector<float>(6, 0),
+               std::vector<float>(4, 0)};
+  e.actions.assign(14, 0.0f);
+  r.episodes = {e};
+  absl::StatusOr<DemoSet> one =
+      DemoSetFromRecording(r, 3, *tasks, 32, 32, {"agentview"}, "f.hdf5");
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->images.size(), 2 * image);
+  EXPECT_EQ(one->images[image], 1);  // step 1 of agentview
+  absl::StatusOr<DemoSet> three = DemoSetFromRecording(
+      r, 3, *tasks, 32, 32, {"sideview", "wrist", "agentview"}, "f.hdf5");
+  ASSERT_TRUE(three.ok()) << three.status();
+  ASSERT_EQ(three->images.size(), 2 * 3 * image);  // [N=2, C=3, H, W, 3]
+  const uint8_t want[] = {20, 10, 0, 21, 11, 1};   // step-major, run order
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(three->images[i * image], want[i]);
+  absl::StatusOr<DemoSet> none =
+      DemoSetFromRecording(r, 3, *tasks, 32, 32, {"overhead"}, "f.hdf5");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message(),
+            "f.hdf5: no camera overhead (env.cameras names overhead; the "
+            "file has agentview, eye_in_hand, sideview)");
 }
 
 TEST(SftDemoFile, ExportWritesOneLiberoFilePerTask) {

@@ -32,8 +32,8 @@ TEST(Sft, CollectsSuccessfulExpertDemonstrationsWithChunkedTokens) {
   const size_t n = d->size();
   EXPECT_EQ(d->episodes, 4);
   EXPECT_GT(n, 40u);
-  EXPECT_EQ(d->agentview.size(), n * 32 * 32 * 3);
-  EXPECT_EQ(d->wrist.size(), n * 32 * 32 * 3);
+  EXPECT_EQ(d->cameras, (std::vector<std::string>{"agentview", "wrist"}));
+  EXPECT_EQ(d->images.size(), n * 2 * 32 * 32 * 3);
   EXPECT_EQ(d->proprio.size(), n * 8);
   EXPECT_EQ(d->action_tokens.size(), n * 3 * 7);
   for (int64_t t : d->action_tokens) {
