@@ -30,7 +30,8 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   // Message limits from what crosses: a whole segment, a weight chunk.
   const SegmentShape& sh = s.options.segment_shape;
   const int64_t segment_bytes =
-      int64_t{sh.capacity + 1} * sh.width * sh.height * 3 * 2 + (1 << 20);
+      int64_t{sh.capacity + 1} * sh.width * sh.height * 3 * sh.num_cameras() +
+      (1 << 20);
   s.net.max_message_bytes = std::max<int64_t>(64 << 20, 2 * segment_bytes);
   s.net.max_concurrent_streams =
       static_cast<int>(c.cluster.max_streams_per_connection);

@@ -13,14 +13,23 @@
 namespace rlvla3 {
 namespace {
 
-// The recording's index of the run's camera `name` (the run's wrist is
-// LIBERO's eye_in_hand), or -1.
+// The run's camera `name` is the recording's `has`: the same name, or the
+// wrist under LIBERO's name eye_in_hand (either way round).
+bool SameCamera(const std::string& name, const std::string& has) {
+  auto wrist = [](const std::string& n) {
+    return n == "wrist" || n == "eye_in_hand";
+  };
+  return name == has || (wrist(name) && wrist(has));
+}
+
+// The recording's index of the run's camera `name` (an exact name first,
+// then the wrist's other name), or -1.
 int CameraIndex(const DemoRecording& r, const std::string& name) {
   for (size_t c = 0; c < r.cameras.size(); ++c) {
-    const std::string& has = r.cameras[c].name;
-    if (has == name || (name == "wrist" && has == "eye_in_hand")) {
-      return static_cast<int>(c);
-    }
+    if (r.cameras[c].name == name) return static_cast<int>(c);
+  }
+  for (size_t c = 0; c < r.cameras.size(); ++c) {
+    if (SameCamera(name, r.cameras[c].name)) return static_cast<int>(c);
   }
   return -1;
 }
@@ -29,6 +38,10 @@ int CameraIndex(const DemoRecording& r, const std::string& name) {
 absl::StatusOr<std::vector<int>> CameraIndices(
     const DemoRecording& r, const std::vector<std::string>& cameras,
     const std::string& origin) {
+  if (cameras.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": the run names no camera (env.cameras)"));
+  }
   std::vector<int> at;
   for (const std::string& name : cameras) {
     at.push_back(CameraIndex(r, name));

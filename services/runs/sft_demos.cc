@@ -154,11 +154,12 @@ class DemoCollector {
       experts_[static_cast<size_t>(id)].Reset();
     }
     experts_[static_cast<size_t>(id)].Act(*pool_->manipulation_env(id), a);
-    const size_t cameras = r_.cameras.size();
-    const size_t image = s.obs->images.size() / cameras;
-    ep.images.resize(cameras);
-    for (size_t c = 0; c < cameras; ++c) {
-      const uint8_t* frame = s.obs->images.data() + c * image;
+    // Observation images are [C, H, W, 3] in o.env.cameras' order.
+    const size_t image = static_cast<size_t>(o_.env.image_height) *
+                         static_cast<size_t>(o_.env.image_width) * 3;
+    ep.images.resize(r_.cameras.size());
+    for (size_t c = 0; c < r_.cameras.size(); ++c) {
+      const uint8_t* frame = s.obs->camera(static_cast<int>(c), image);
       ep.images[c].insert(ep.images[c].end(), frame, frame + image);
     }
     ep.proprio.insert(ep.proprio.end(), s.obs->proprio,

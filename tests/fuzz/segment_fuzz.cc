@@ -6,8 +6,9 @@
 //   odd:  the rest is a list of edits (field, element, value) to a valid
 //         segment, so most inputs get past the wire checks to the values.
 // Properties: never crashes; a refusal is INVALID_ARGUMENT naming a
-// "segment." field and copies nothing; an accepted segment re-encodes and
-// decodes to the same segment.
+// "segment." field (the cameras' names, order and count among them) and
+// copies nothing; an accepted segment re-encodes and decodes to the same
+// segment, every camera's images included.
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -29,6 +30,7 @@ constexpr int kTasks = 3;
 
 SegmentShape Shape() {
   SegmentShape s;
+  s.cameras = {"agentview", "wrist", "sideview"};  // more than the default two
   s.height = 4;
   s.width = 3;
   s.chunk = 2;
@@ -71,13 +73,39 @@ void Poke(rlvla3::v1::Tensor* t, uint8_t at, uint64_t bits) {
   std::memcpy(t->mutable_data()->data() + (at % n) * sizeof(T), &v, sizeof(T));
 }
 
+// Renames, swaps, drops or adds a camera image (another name, order or count
+// than the run's cameras: refused naming segment.images).
+void EditCameras(uint8_t at, uint64_t v, rlvla3::v1::TrajectorySegment* m) {
+  static const char* const kNames[] = {"agentview", "wrist", "sideview",
+                                       "overhead", ""};
+  const int n = m->images_size();
+  switch (v % 4) {
+    case 0:
+      if (n > 0) m->mutable_images(at % n)->set_name(kNames[(v >> 8) % 5]);
+      break;
+    case 1:
+      if (n > 1) m->mutable_images()->SwapElements(at % n, (v >> 8) % n);
+      break;
+    case 2:
+      if (n > 0) m->mutable_images()->RemoveLast();
+      break;
+    default:
+      if (n > 0 && n < 12) {
+        rlvla3::v1::CameraImage copy = m->images(at % n);
+        copy.set_name(kNames[(v >> 8) % 5]);
+        *m->add_images() = copy;
+      }
+      break;
+  }
+}
+
 // Applies 10-byte edits: field, element, 8 bytes of value.
 void Edit(const uint8_t* d, size_t size, rlvla3::v1::TrajectorySegment* m) {
   for (; size >= 10; d += 10, size -= 10) {
     uint64_t v;
     std::memcpy(&v, d + 2, 8);
     const uint8_t at = d[1];
-    switch (d[0] % 20) {
+    switch (d[0] % 21) {
       case 0:
         m->set_env_id(static_cast<uint32_t>(v));
         break;
@@ -130,7 +158,9 @@ void Edit(const uint8_t* d, size_t size, rlvla3::v1::TrajectorySegment* m) {
         Poke<uint8_t>(m->mutable_action_tokens(), at, v);
         break;
       case 16: {
-        rlvla3::v1::Tensor* t = m->mutable_images(at % 2)->mutable_rgb();
+        if (m->images_size() == 0) break;
+        rlvla3::v1::Tensor* t =
+            m->mutable_images(at % m->images_size())->mutable_rgb();
         if (t->shape_size() > 0) t->set_shape(0, static_cast<int64_t>(v % 8));
         break;
       }
@@ -138,8 +168,14 @@ void Edit(const uint8_t* d, size_t size, rlvla3::v1::TrajectorySegment* m) {
         m->mutable_dones()->set_dtype(static_cast<rlvla3::v1::DType>(v % 12));
         break;
       case 18:
-        m->mutable_images(at % 2)->mutable_rgb()->mutable_data()->resize(v %
-                                                                         128);
+        if (m->images_size() == 0) break;
+        m->mutable_images(at % m->images_size())
+            ->mutable_rgb()
+            ->mutable_data()
+            ->resize(v % 128);
+        break;
+      case 19:  // the cameras: a name, the order, the count
+        EditCameras(at, v, m);
         break;
       default:
         m->set_group(v);
@@ -207,10 +243,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!rlvla3::DecodeSegment(again, Limits(grpo), &back).ok() ||
       back.n != s.n || back.task != s.task ||
       std::memcmp(back.versions.data(), s.versions.data(),
-                  sizeof(uint64_t) * s.n) != 0 ||
-      std::memcmp(back.camera_at(0, 0), s.camera_at(0, 0),
-                  s.camera_bytes * (s.n + (s.has_bootstrap ? 1 : 0))) != 0) {
+                  sizeof(uint64_t) * s.n) != 0) {
     std::abort();
+  }
+  for (int c = 0; c < s.shape.num_cameras(); ++c) {
+    if (std::memcmp(back.camera_at(c, 0), s.camera_at(c, 0),
+                    s.camera_bytes * (s.n + (s.has_bootstrap ? 1 : 0))) != 0) {
+      std::abort();
+    }
   }
   return 0;
 }

@@ -24,8 +24,11 @@ Example:
     client.push(seg.build(bootstrap=(agentview, wrist, proprio)))
     client.close()
 
-A run whose cameras are other than agentview and wrist (RunSettings.cameras,
-e.g. a declared policy's three) passes them as `images=`, in that order:
+Any run's cameras (RunSettings.cameras, e.g. a declared policy's three;
+client.shape = WireShape.from_settings(client.settings()) reads them) go as
+`images=`, one [H, W, 3] uint8 buffer per camera in that order, or a dict by
+camera name; agentview= and wrist= serve a run of exactly those two. A wrong
+count or name raises ValueError before anything is sent:
     reply = client.act(env_id=0, task_id=0, images=[front, wrist, side],
                        proprio=[0.0] * 8)
     seg.add(images=[front, wrist, side], proprio=..., reply=reply, ...)
@@ -172,22 +175,32 @@ class Reply:
 def _camera_images(shape: WireShape, images, agentview, wrist) -> List[bytes]:
     """One observation's images in the run's camera order: `images` (a
     sequence in that order, or a dict by camera name), or for a run of
-    agentview and wrist the two keyword arguments."""
+    agentview and wrist the two keyword arguments. A count or names other
+    than the run's raise ValueError (nothing is sent)."""
     cams = list(shape.cameras)
     if images is None:
-        if cams != ["agentview", "wrist"] or agentview is None or wrist is None:
-            raise ValueError("this run's cameras are %s: pass images=[...] in "
-                             "that order" % ", ".join(cams))
+        if cams != ["agentview", "wrist"]:
+            raise ValueError("this run's cameras are %s (RunSettings.cameras): "
+                             "pass images=[...] in that order" % ", ".join(cams))
+        if agentview is None or wrist is None:
+            raise ValueError("pass agentview and wrist, or images=[...] in the "
+                             "run's camera order (agentview, wrist)")
         return [bytes(agentview), bytes(wrist)]
+    if agentview is not None or wrist is not None:
+        raise ValueError("pass images=... or agentview and wrist, not both")
     if isinstance(images, dict):
-        missing = [c for c in cams if c not in images]
-        if missing or len(images) != len(cams):
-            raise ValueError("images: cameras %s, expected %s" % (
-                ", ".join(sorted(images)), ", ".join(cams)))
+        if sorted(images) != sorted(cams):
+            raise ValueError("images: cameras %s, expected %s "
+                             "(RunSettings.cameras)" % (
+                                 ", ".join(sorted(images)), ", ".join(cams)))
         return [bytes(images[c]) for c in cams]
+    if isinstance(images, (bytes, bytearray, memoryview, str)):
+        raise ValueError("images: one image per camera (%s), in that order, "
+                         "not a single buffer" % ", ".join(cams))
+    images = list(images)
     if len(images) != len(cams):
-        raise ValueError("images: %d given, the run's cameras are %s" % (
-            len(images), ", ".join(cams)))
+        raise ValueError("images: %d given, the run's cameras are %s "
+                         "(RunSettings.cameras)" % (len(images), ", ".join(cams)))
     return [bytes(i) for i in images]
 
 
@@ -270,9 +283,11 @@ class RolloutClient:
             wrist: bytes = None, proprio: Sequence[float] = None, *,
             images=None) -> Reply:
         """Sends one observation and waits for its action chunk: `images`
-        in the run's camera order (shape.cameras; or agentview and wrist
-        for a run of those two). Raises ValueError with the server's message
-        when it refuses the observation (INVALID_ARGUMENT naming the field)."""
+        one [H, W, 3] buffer per camera in the run's order (shape.cameras),
+        or a dict by camera name; or agentview and wrist for a run of those
+        two. Raises ValueError for a camera count or names other than the
+        run's (nothing sent), and with the server's message when it refuses
+        the observation (INVALID_ARGUMENT naming the field)."""
         s = self.shape
         frames = _camera_images(s, images, agentview, wrist)
         obs = rollout_pb2.Observation(
@@ -340,8 +355,9 @@ class SegmentBuilder:
             proprio: Sequence[float] = None, reply: Reply = None,
             reward: float = 0.0, done: bool = False, executed: int = 1, *,
             images=None):
-        """One decision: its observation (`images` in the run's camera
-        order, or agentview and wrist), the reply, and what stepping it gave."""
+        """One decision: its observation (`images`: one buffer per camera
+        in the run's order, or a dict by camera name; or agentview and wrist
+        for a run of those two), the reply, and what stepping it gave."""
         self._frames.append(_camera_images(self.shape, images, agentview, wrist))
         self._proprio.extend(proprio)
         self._tokens.append(reply.tokens)
@@ -354,16 +370,20 @@ class SegmentBuilder:
 
     def build(self, bootstrap=None, success: bool = False
               ) -> rollout_pb2.TrajectorySegment:
-        """The segment; `bootstrap` = (agentview, wrist, proprio), or (images,
-        proprio), of the observation after the last decision when the
-        episode goes on."""
+        """The segment; `bootstrap` = (images, proprio), images as add()
+        takes them (or (agentview, wrist, proprio) for a run of those two),
+        of the observation after the last decision when the episode goes
+        on."""
         s, n = self.shape, len(self)
         frames, pr = list(self._frames), list(self._proprio)
         if bootstrap is not None:
             if len(bootstrap) == 2:
                 frames.append(_camera_images(s, bootstrap[0], None, None))
-            else:
+            elif len(bootstrap) == 3:
                 frames.append(_camera_images(s, None, bootstrap[0], bootstrap[1]))
+            else:
+                raise ValueError("bootstrap: (images, proprio), or (agentview, "
+                                 "wrist, proprio) for a run of those two")
             pr.extend(bootstrap[-1])
         rows = len(frames)
         u8, f32, i64 = (tensor_pb2.DTYPE_UINT8, tensor_pb2.DTYPE_FLOAT32,

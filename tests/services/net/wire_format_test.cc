@@ -83,9 +83,6 @@ TEST(WireFormat, SegmentRoundTripsExactly) {
   EXPECT_TRUE(b.episode_end && b.success);
 }
 
-// What a declared policy took travels as it declares (issue 50): float32
-// samples of a Gaussian head round-trip bit for bit, and bins are checked
-// against each dimension's count, whatever their width on the wire.
 // The run's cameras travel by name and in order, however many (issue 50):
 // three round-trip, and a message with other names, order or count is
 // refused naming the cameras the run expects.
@@ -98,10 +95,25 @@ TEST(WireFormat, TheRunsCamerasTravelByNameInOrder) {
   EncodeSegment(a, a.env_id, &m);
   ASSERT_EQ(m.images_size(), 3);
   EXPECT_EQ(m.images(2).name(), "sideview");
-  ASSERT_TRUE(DecodeSegment(m, SegmentLimits{}, &b).ok());
-  EXPECT_TRUE(std::equal(a.camera_at(2, 0),
-                         a.camera_at(2, 0) + 4 * a.camera_bytes,
-                         b.camera_at(2, 0)));
+  ASSERT_TRUE(DecodeSegment(m, SegmentLimits{}, &b).ok())
+      << DecodeSegment(m, SegmentLimits{}, &b);
+  for (int c = 0; c < 3; ++c) {  // 3 decisions + the bootstrap, per camera
+    EXPECT_EQ(m.images(c).name(), sh.cameras[c]);
+    EXPECT_TRUE(std::equal(a.camera_at(c, 0),
+                           a.camera_at(c, 0) + 4 * a.camera_bytes,
+                           b.camera_at(c, 0)))
+        << sh.cameras[c];
+  }
+  v1::TrajectorySegment reordered = m;
+  reordered.mutable_images()->SwapElements(0, 2);
+  RolloutSegment untouched(sh);
+  absl::Status refused = DecodeSegment(reordered, SegmentLimits{}, &untouched);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.message(),
+            "segment.images: expected cameras \"agentview\", \"wrist\", "
+            "\"sideview\" in that order (RunSettings.cameras), got "
+            "\"sideview\", \"wrist\", \"agentview\"");
+  EXPECT_EQ(untouched.n, 0);
   RolloutSegment two(Shape());  // agentview, wrist
   const absl::Status s = DecodeSegment(m, SegmentLimits{}, &two);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
@@ -127,18 +139,40 @@ TEST(WireFormat, TheRunsCamerasTravelByNameInOrder) {
     EXPECT_TRUE(std::equal(view.images[c], view.images[c] + a.camera_bytes,
                            a.camera_at(c, 1)));
   }
-  o.mutable_images()->SwapElements(1, 2);
-  EXPECT_NE(
-      CheckObservation(o, ws, 4, 2)
-          .message()
-          .find(
-              "observation.images: expected cameras \"agentview\", \"wrist\", "
-              "\"sideview\" in that order"),
-      std::string::npos);
-  o.mutable_images()->RemoveLast();
-  EXPECT_FALSE(CheckObservation(o, ws, 4, 2).ok());
+  const std::string expected =
+      "observation.images: expected cameras \"agentview\", \"wrist\", "
+      "\"sideview\" in that order (RunSettings.cameras), got ";
+  v1::Observation swapped = o;  // another order
+  swapped.mutable_images()->SwapElements(1, 2);
+  absl::Status bad = CheckObservation(swapped, ws, 4, 2);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), expected + "\"agentview\", \"sideview\", \"wrist\"");
+  v1::Observation renamed = o;  // another name
+  renamed.mutable_images(2)->set_name("overhead");
+  bad = CheckObservation(renamed, ws, 4, 2);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), expected + "\"agentview\", \"wrist\", \"overhead\"");
+  v1::Observation fewer = o;  // two where the run has three
+  fewer.mutable_images()->RemoveLast();
+  bad = CheckObservation(fewer, ws, 4, 2);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message(), expected + "\"agentview\", \"wrist\"");
+  v1::Observation none = o;
+  none.clear_images();
+  EXPECT_EQ(CheckObservation(none, ws, 4, 2).message(), expected + "none");
+  // A two-camera encoder reusing the message drops the third camera.
+  WireShape two_cameras = ws;
+  two_cameras.cameras = {"agentview", "wrist"};
+  EncodeObservation(r, /*global_env=*/2, two_cameras, &o);
+  EXPECT_EQ(o.images_size(), 2);
+  EXPECT_TRUE(CheckObservation(o, two_cameras, 4, 2).ok());
+  EXPECT_EQ(CheckObservation(o, ws, 4, 2).message(),
+            expected + "\"agentview\", \"wrist\"");
 }
 
+// What a declared policy took travels as it declares (issue 50): float32
+// samples of a Gaussian head round-trip bit for bit, and bins are checked
+// against each dimension's count, whatever their width on the wire.
 TEST(WireFormat, TakenActionsTravelAsDeclaredAndBinsAreCheckedPerDimension) {
   SegmentShape wide = Shape();
   wide.taken_bytes = 4;

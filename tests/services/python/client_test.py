@@ -1,7 +1,9 @@
 """The Python rollout client (services/python) against the C++ services: a
 learner and an inference server as real `rl-vla3 serve` processes; the toy
 simulator acts as a rollout worker, the learner trains on its segments, health
-checks answer SERVING, a malformed observation is refused naming the field;
+checks answer SERVING, a malformed observation is refused naming the field,
+images travel in the run's camera order (RunSettings.cameras) and other
+cameras are refused naming the run's;
 over mutual TLS the toy worker trains the learner and a client without the
 certificate is refused; the token never goes out in plaintext off loopback."""
 
@@ -105,6 +107,32 @@ class PythonClientTest(unittest.TestCase):
         self.assertEqual(s.units_per_env_per_version, 16)
         client.close()
 
+    def test_images_travel_in_the_runs_camera_order(self):
+        """images= in RunSettings.cameras order (a list or a dict by name)
+        is answered like the two keywords; cameras other than the run's are
+        refused by the server naming the cameras it expects."""
+        client = RolloutClient(self.inference_addr, self.learner_addr, [0],
+                               token=TOKEN)
+        client.shape = WireShape.from_settings(client.settings())
+        self.assertEqual(client.shape.cameras, ("agentview", "wrist"))
+        img = bytes(64 * 64 * 3)
+        for images in ([img, img], {"wrist": img, "agentview": img}):
+            reply = client.act(0, 0, images=images, proprio=[0.0] * 8)
+            self.assertEqual(reply.env_id, 0)
+            self.assertEqual(len(reply.actions), 4)
+        with self.assertRaises(ValueError):  # one where the run has two
+            client.act(0, 0, images=[img], proprio=[0.0] * 8)
+        client.close()
+        three = RolloutClient(self.inference_addr, self.learner_addr, [0],
+                              token=TOKEN,
+                              shape=WireShape(cameras=("agentview", "wrist",
+                                                       "sideview")))
+        with self.assertRaises(ValueError) as e:
+            three.act(0, 0, images=[img] * 3, proprio=[0.0] * 8)
+        self.assertIn('observation.images: expected cameras "agentview", '
+                      '"wrist" in that order', str(e.exception))
+        three.close()
+
     def test_malformed_observation_is_refused_naming_the_field(self):
         client = RolloutClient(self.inference_addr, self.learner_addr, [1],
                                token=TOKEN,
@@ -140,6 +168,30 @@ class CameraOrderTest(unittest.TestCase):
                     reply=reply)
         with self.assertRaises(ValueError):  # the two-camera keywords
             seg.add(img["agentview"], img["wrist"], [0.0] * 8, reply)
+        with self.assertRaises(ValueError):  # a dict naming another camera
+            seg.add(images={"agentview": b"", "wrist": b"", "overhead": b""},
+                    proprio=[0.0] * 8, reply=reply)
+        with self.assertRaises(ValueError):  # one buffer, not one per camera
+            seg.add(images=bytes(36), proprio=[0.0] * 8, reply=reply)
+        with self.assertRaises(ValueError):  # both forms at once
+            seg.add(img["agentview"], img["wrist"], [0.0] * 8, reply,
+                    images=list(img.values()))
+        self.assertEqual(len(seg), 1)  # the refused decisions were not added
+
+    def test_two_cameras_take_the_keywords_or_images(self):
+        shape = WireShape(height=2, width=2)  # agentview, wrist
+        a, w = bytes([1]) * 12, bytes([2]) * 12
+        reply = Reply(env_id=0, actions=[[0.0] * 7] * 4, tokens=bytes(28),
+                      log_probs=[0.0] * 4, value=0.0, version=0)
+        by_keyword = SegmentBuilder(env_id=0, task_id=0, shape=shape)
+        by_keyword.add(a, w, [0.0] * 8, reply, done=True)
+        by_images = SegmentBuilder(env_id=0, task_id=0, shape=shape)
+        by_images.add(images=[a, w], proprio=[0.0] * 8, reply=reply, done=True)
+        self.assertEqual(by_keyword.build(bootstrap=(a, w, [0.0] * 8)),
+                         by_images.build(bootstrap=([a, w], [0.0] * 8)))
+        m = by_images.build()
+        self.assertEqual([i.name for i in m.images], ["agentview", "wrist"])
+        self.assertEqual(m.images[1].rgb.data, w)
 
 
 class TlsClientTest(unittest.TestCase):

@@ -229,6 +229,7 @@ v1::TrajectorySegment ValidSegmentFor(const v1::RunSettings& r) {
   sh.action_dim = static_cast<int>(r.action_dim());
   sh.proprio_dim = static_cast<int>(r.proprio_dim());
   sh.capacity = static_cast<int>(r.max_segment_decisions());
+  sh.cameras.assign(r.cameras().begin(), r.cameras().end());
   RolloutSegment s(sh);
   s.n = 4;
   s.has_bootstrap = true;

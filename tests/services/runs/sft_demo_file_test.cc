@@ -5,6 +5,7 @@
 // data; a recording of another shape or task is refused naming both sides.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "envs/demos/libero_file.h"
@@ -148,12 +149,65 @@ TEST(SftDemoFile, TheRunsCamerasArePickedByNameInItsOrder) {
   ASSERT_EQ(three->images.size(), 2 * 3 * image);  // [N=2, C=3, H, W, 3]
   const uint8_t want[] = {20, 10, 0, 21, 11, 1};   // step-major, run order
   for (int i = 0; i < 6; ++i) EXPECT_EQ(three->images[i * image], want[i]);
-  absl::StatusOr<DemoSet> none =
-      DemoSetFromRecording(r, 3, *tasks, 32, 32, {"overhead"}, "f.hdf5");
+  EXPECT_EQ(three->cameras,
+            (std::vector<std::string>{"sideview", "wrist", "agentview"}));
+  absl::StatusOr<DemoSet> none = DemoSetFromRecording(
+      r, 3, *tasks, 32, 32, {"agentview", "overhead"}, "f.hdf5");
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().message(),
-            "f.hdf5: no camera overhead (env.cameras names overhead; the "
-            "file has agentview, eye_in_hand, sideview)");
+            "f.hdf5: no camera overhead (env.cameras names agentview, "
+            "overhead; the file has agentview, eye_in_hand, sideview)");
+  // The wrist either way round: a run naming eye_in_hand reads a file's
+  // wrist.
+  DemoRecording ours = r;
+  ours.cameras[1].name = "wrist";
+  absl::StatusOr<DemoSet> eye =
+      DemoSetFromRecording(ours, 3, *tasks, 32, 32, {"eye_in_hand"}, "f.hdf5");
+  ASSERT_TRUE(eye.ok()) << eye.status();
+  EXPECT_EQ(eye->images[0], 10);
+  EXPECT_EQ(eye->images[image], 11);
+  EXPECT_FALSE(DemoSetFromRecording(r, 3, *tasks, 32, 32, {}, "f.hdf5").ok());
+}
+
+// Export records every camera of env.cameras, the wrist as eye_in_hand, and
+// the file gives the run back its cameras as the live experts do.
+TEST(SftDemoFile, ExportRecordsEveryCameraOfTheRun) {
+  const testutil::TestDir dir;
+  Config c = OneTask();
+  c.sft.demos_per_task = 1;
+  c.env.cameras = "sideview,wrist,agentview";
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  const DemoOptions o = DemoOptionsFromConfig(c);
+  ASSERT_EQ(o.env.cameras.size(), 3u);
+  absl::StatusOr<std::vector<std::string>> files =
+      ExportDemonstrations(o, *tasks, dir.File("demos"));
+  ASSERT_TRUE(files.ok()) << files.status();
+  absl::StatusOr<DemoRecording> r = ReadLiberoHdf5(files->front());
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<std::string> names;
+  for (const DemoCamera& cam : r->cameras) names.push_back(cam.name);
+  std::sort(names.begin(), names.end());  // the file lists them by name
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"agentview", "eye_in_hand", "sideview"}));
+  absl::StatusOr<DemoSet> file =
+      ReadDemonstrations(*files, o.chunk, *tasks, 32, 32, o.env.cameras);
+  ASSERT_TRUE(file.ok()) << file.status();
+  absl::StatusOr<DemoSet> live = CollectDemonstrations(o, *tasks);
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_EQ(file->cameras, o.env.cameras);
+  EXPECT_EQ(file->images.size(), file->size() * 3 * 32 * 32 * 3);
+  EXPECT_EQ(file->images, live->images);
+  const size_t image = 32 * 32 * 3;  // the cameras see differently
+  EXPECT_FALSE(std::equal(file->images.begin(), file->images.begin() + image,
+                          file->images.begin() + 2 * image));
+  // A one-camera run reads its camera out of the three.
+  absl::StatusOr<DemoSet> one =
+      ReadDemonstrations(*files, o.chunk, *tasks, 32, 32, {"wrist"});
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->images.size(), file->size() * image);
+  EXPECT_TRUE(std::equal(one->images.begin(), one->images.begin() + image,
+                         file->images.begin() + image));  // camera 1, step 0
 }
 
 TEST(SftDemoFile, ExportWritesOneLiberoFilePerTask) {
