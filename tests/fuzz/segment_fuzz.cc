@@ -99,6 +99,19 @@ void EditCameras(uint8_t at, uint64_t v, rlvla3::v1::TrajectorySegment* m) {
   }
 }
 
+// One camera's image: its row count (`rows`) or its byte count.
+void EditImage(bool rows, uint8_t at, uint64_t v,
+               rlvla3::v1::TrajectorySegment* m) {
+  if (m->images_size() == 0) return;
+  rlvla3::v1::Tensor* t =
+      m->mutable_images(at % m->images_size())->mutable_rgb();
+  if (!rows) {
+    t->mutable_data()->resize(v % 128);
+  } else if (t->shape_size() > 0) {
+    t->set_shape(0, static_cast<int64_t>(v % 8));
+  }
+}
+
 // Applies 10-byte edits: field, element, 8 bytes of value.
 void Edit(const uint8_t* d, size_t size, rlvla3::v1::TrajectorySegment* m) {
   for (; size >= 10; d += 10, size -= 10) {
@@ -157,22 +170,12 @@ void Edit(const uint8_t* d, size_t size, rlvla3::v1::TrajectorySegment* m) {
       case 15:
         Poke<uint8_t>(m->mutable_action_tokens(), at, v);
         break;
-      case 16: {
-        if (m->images_size() == 0) break;
-        rlvla3::v1::Tensor* t =
-            m->mutable_images(at % m->images_size())->mutable_rgb();
-        if (t->shape_size() > 0) t->set_shape(0, static_cast<int64_t>(v % 8));
+      case 16:
+      case 18:
+        EditImage(d[0] % 21 == 16, at, v, m);
         break;
-      }
       case 17:
         m->mutable_dones()->set_dtype(static_cast<rlvla3::v1::DType>(v % 12));
-        break;
-      case 18:
-        if (m->images_size() == 0) break;
-        m->mutable_images(at % m->images_size())
-            ->mutable_rgb()
-            ->mutable_data()
-            ->resize(v % 128);
         break;
       case 19:  // the cameras: a name, the order, the count
         EditCameras(at, v, m);

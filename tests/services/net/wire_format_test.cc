@@ -84,7 +84,7 @@ TEST(WireFormat, SegmentRoundTripsExactly) {
 }
 
 // The run's cameras travel by name and in order, however many (issue 50):
-// three round-trip, and a message with other names, order or count is
+// a segment of three round-trips, and one of another order or count is
 // refused naming the cameras the run expects.
 TEST(WireFormat, TheRunsCamerasTravelByNameInOrder) {
   SegmentShape sh = Shape();
@@ -121,7 +121,15 @@ TEST(WireFormat, TheRunsCamerasTravelByNameInOrder) {
             "segment.images: expected cameras \"agentview\", \"wrist\" in that "
             "order (RunSettings.cameras), got \"agentview\", \"wrist\", "
             "\"sideview\"");
+}
 
+// An observation's cameras likewise: three by name, and another order, name
+// or count refused naming the run's.
+TEST(WireFormat, AnObservationsCamerasAreTheRunsByNameInOrder) {
+  SegmentShape sh = Shape();
+  sh.cameras = {"agentview", "wrist", "sideview"};
+  RolloutSegment a(sh);
+  Fill(&a, 3, /*bootstrap=*/true);
   WireShape ws;
   ws.height = sh.height;
   ws.width = sh.width;
