@@ -383,12 +383,13 @@ bool LearnerCore::JumpAbove(uint64_t held) {
   if (held < version_) return false;  // (held == version_: one up)
   intake_.LoseVersions(version_, held + 1);
   version_ = held + 1;
+  intake_.Expire(version_);
   return true;
 }
 
 void LearnerCore::AdvanceWithoutUpdate(LearnerStepStats* st) {
   ++version_;
-  intake_.ExpireWaitingGroups(version_);
+  intake_.Expire(version_);
   rate_.ClearProbe();
   st->lr = rate_.lr();
   st->version = version_;
@@ -398,7 +399,7 @@ void LearnerCore::AdvanceWithoutUpdate(LearnerStepStats* st) {
 void LearnerCore::FinishUpdate(LearnerStepStats* st) {
   ++version_;
   ++steps_taken_;
-  intake_.ExpireWaitingGroups(version_);
+  intake_.Expire(version_);
   if (rate_.has_probe()) {
     st->step_kl = MeasureStepKl();
     if (distributed()) {

@@ -71,7 +71,7 @@ bool LearnerCore::ShouldRefill() {
 void LearnerCore::CarryOver(LearnerStepStats* st) {
   ++version_;
   ++refills_;
-  intake_.ExpireWaitingGroups(version_);
+  intake_.Expire(version_);
   rate_.ClearProbe();
   st->deferred = true;
   st->samples = 0;

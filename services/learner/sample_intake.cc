@@ -58,10 +58,7 @@ void SampleIntake::Add(const std::vector<RolloutSegment*>& segments,
     const bool lost =
         s->n > 0 && s->max_version() > lost_after_ && oldest < lost_before_;
     if (lost) lost_version_samples_ += s->n;
-    const bool stale =
-        s->n == 0 || lost ||
-        (version > oldest &&
-         static_cast<int64_t>(version - oldest) > options_.max_policy_lag);
+    const bool stale = s->n == 0 || lost || PastBound(version, oldest);
     if (options_.grpo && (stale || poisoned_groups_.count(s->group) > 0)) {
       DropGroupMember(s);
       continue;
@@ -156,6 +153,38 @@ void SampleIntake::DropGroupMember(RolloutSegment* seg) {
   dropped_samples_ += seg->n;
   consumed_.push_back(seg);
   if (++seen >= options_.grpo_group_size) poisoned_groups_.erase(seg->group);
+}
+
+void SampleIntake::Expire(uint64_t version) {
+  ExpireWaitingGroups(version);
+  ExpireReady(version);
+}
+
+bool SampleIntake::PastBound(uint64_t version, uint64_t sample_version) const {
+  return version > sample_version &&
+         static_cast<int64_t>(version - sample_version) >
+             options_.max_policy_lag;
+}
+
+void SampleIntake::ExpireReady(uint64_t version) {
+  // Samples admitted within the bound wait past it when more arrived than a
+  // global batch trains: they are dropped, never trained at a larger lag.
+  // A GRPO episode goes whole (its unit with it), a PPO sample alone.
+  auto stale = [&](const SampleRef& r) {
+    if (r.seg == nullptr) return false;  // an uninformative unit: no samples
+    const RolloutSegment* s = r.seg->rollout;
+    return PastBound(version,
+                     options_.grpo ? s->min_version() : s->versions[r.t]);
+  };
+  auto keep =
+      std::stable_partition(ready_.begin(), ready_.end(),
+                            [&](const SampleRef& r) { return !stale(r); });
+  for (auto it = keep; it != ready_.end(); ++it) {
+    ++dropped_samples_;
+    if (it->unit_end) --ready_unit_count_;
+    if (--it->seg->unconsumed == 0) Consume(it->seg);
+  }
+  ready_.erase(keep, ready_.end());
 }
 
 void SampleIntake::ExpireWaitingGroups(uint64_t version) {

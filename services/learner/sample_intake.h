@@ -87,9 +87,11 @@ class SampleIntake {
   // are lost (in place of the options' range): the learner jumped its
   // version over versions another learner published.
   void LoseVersions(uint64_t after, uint64_t before);
-  // Drops waiting GRPO groups whose oldest member is past the lag bound at
-  // `version`.
-  void ExpireWaitingGroups(uint64_t version);
+  // The learner moved to `version`: drops waiting GRPO groups whose oldest
+  // member is past the lag bound, and ready samples now past it (a PPO
+  // sample by its own version, a GRPO episode whole by its oldest), so no
+  // sample is ever trained at a lag above the bound.
+  void Expire(uint64_t version);
   // Segments whose samples are all trained (or that were dropped).
   std::vector<RolloutSegment*> TakeConsumed();
   // GRPO groups completed, and informative ones, since the last call.
@@ -115,6 +117,9 @@ class SampleIntake {
   void UpdateAdvantageMoments(const std::vector<TrainSegment*>& segs);
   void AddGrpo(RolloutSegment* seg);
   void DropGroupMember(RolloutSegment* seg);
+  void ExpireWaitingGroups(uint64_t version);
+  void ExpireReady(uint64_t version);
+  bool PastBound(uint64_t version, uint64_t sample_version) const;
 
   const SampleIntakeOptions options_;
   const BootstrapValues bootstrap_;

@@ -1,9 +1,10 @@
 // SampleIntake on its own, with no policy and no device: a PPO segment cut
 // mid-episode gets GAE with the value its bootstrap slot was given, samples
 // past the lag bound or of a lost version are dropped, counted and handed
-// back, a GRPO group whose returns are all equal counts towards the batch
-// without a sample to train, and a segment goes back only once every one of
-// its samples is trained.
+// back (at arrival, and when the version moves on while they wait), a GRPO
+// group whose returns are all equal counts towards the batch without a sample
+// to train, and a segment goes back only once every one of its samples is
+// trained.
 #include "services/learner/sample_intake.h"
 
 #include <gtest/gtest.h>
@@ -105,6 +106,34 @@ TEST(SampleIntake, StaleAndLostVersionSegmentsAreDroppedCountedAndHandedBack) {
   EXPECT_EQ(intake.ready_samples(), 4);
   EXPECT_EQ(intake.TakeConsumed(),
             (std::vector<RolloutSegment*>{&stale, &lost}));
+}
+
+// More arrived than one global batch trains: the samples left waiting when
+// the learner's version moves on are past the bound then, and are dropped,
+// never trained at a larger lag (the engine's lag_max stays <= the bound).
+TEST(SampleIntake, ReadySamplesPastTheBoundWhenTheVersionMovesAreDropped) {
+  Bootstrap boot;
+  SampleIntake intake(Ppo(), boot.Fn());  // max_policy_lag 1
+  RolloutSegment old_seg(Shape()), newer(Shape());
+  Fill(&old_seg, 3, 4);
+  Fill(&newer, 2, 5);
+  newer.versions[0] = 4;              // a segment spans a weight swap
+  intake.Add({&old_seg, &newer}, 5);  // lags 1 and 0: admitted
+  SampleIntake::MicroBatch first = intake.TakeMicroBatch(2, 2);
+  ASSERT_EQ(first.samples.size(), 2u);
+  intake.Trained(first.samples);
+  intake.Expire(5);  // the same version: nothing is past the bound
+  EXPECT_EQ(intake.ready_samples(), 3);
+  intake.Expire(6);  // version 4's samples are at lag 2 now
+  EXPECT_EQ(intake.dropped_samples(), 2);
+  EXPECT_EQ(intake.ready_samples(), 1);
+  EXPECT_EQ(intake.ready_units(), 1);
+  EXPECT_EQ(intake.TakeConsumed(), std::vector<RolloutSegment*>{&old_seg});
+  SampleIntake::MicroBatch rest = intake.TakeMicroBatch(8, 8);
+  ASSERT_EQ(rest.samples.size(), 1u);
+  EXPECT_EQ(rest.samples[0].t, 1);  // newer's version-5 sample
+  intake.Trained(rest.samples);
+  EXPECT_EQ(intake.TakeConsumed(), std::vector<RolloutSegment*>{&newer});
 }
 
 TEST(SampleIntake, ASegmentGoesBackOnlyOnceAllItsSamplesAreTrained) {
