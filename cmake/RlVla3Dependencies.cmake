@@ -66,3 +66,21 @@ endif()
 if(RLVLA3_BUILD_BENCHMARKS)
   find_package(benchmark CONFIG REQUIRED)
 endif()
+
+# The env pool from Python (envs/python): Debian's pybind11-dev, built for
+# Debian's interpreter (/usr/bin/python3) where there is one, whatever python3
+# comes first on PATH. Off in sanitizer builds and, with a warning, without
+# pybind11.
+if(RLVLA3_WITH_PYTHON AND RLVLA3_SANITIZER)
+  set(RLVLA3_WITH_PYTHON OFF)
+endif()
+if(RLVLA3_WITH_PYTHON)
+  if(NOT DEFINED PYTHON_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(PYTHON_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(pybind11 CONFIG QUIET)
+  if(NOT pybind11_FOUND)
+    message(WARNING "pybind11 not found (Debian: pybind11-dev): rlvla3_envs is not built")
+    set(RLVLA3_WITH_PYTHON OFF)
+  endif()
+endif()

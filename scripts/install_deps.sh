@@ -36,6 +36,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # tooling used by tests (TorchScript export, report rendering check)
   python3 python3-torch  # exports the TorchScript policy in tests (Debian's python3)
+  # the env pool from Python (envs/python: pybind11, numpy)
+  pybind11-dev python3-dev python3-numpy
   # the Python rollout client (services/python) and its stubs
   python3-grpcio python3-protobuf
   # ... installed with pip into a virtual environment in tests (offline)

@@ -35,6 +35,7 @@ count or name raises ValueError before anything is sent:
     client.push(seg.build(bootstrap=([front, wrist, side], proprio)))
 """
 
+from ._version import __version__  # noqa: F401
 import dataclasses
 import ipaddress
 import queue

@@ -1,0 +1,2 @@
+# The project's version (CMakeLists.txt project(VERSION)); a test keeps them equal.
+__version__ = "0.1.0"
