@@ -26,8 +26,9 @@ PACKAGES=(
   libpng-dev
   # runtime core
   libconcurrentqueue-dev libabsl-dev libspdlog-dev libfmt-dev libyaml-cpp-dev nlohmann-json3-dev
-  # each role's /metrics endpoint (metrics.prometheus_port); TLS test certificates
-  prometheus-cpp-dev openssl
+  # each role's /metrics endpoint (metrics.prometheus_port); TLS test certificates;
+  # a live Prometheus server scraping `up --local` in the suite
+  prometheus-cpp-dev openssl prometheus
   # TLS files checked at load (OpenSSL's libcrypto)
   libssl-dev
   # demonstrations in LIBERO/robomimic HDF5 (envs/demos); h5py reads them back in tests
