@@ -23,6 +23,14 @@ Checked (docs/experiments.md, the history log, is left out):
             `rl-vla3 VERB --help`.
   paths     scripts/, configs/, deploy/ ... paths named anywhere must exist;
             relative markdown links (and #anchors into .md files) must resolve.
+  figures   in README.md's status table (the rows under "## Status"), every
+            number with a unit after it (x, %, frames/s, obs/s, samples/s,
+            M, MB, MiB, GiB, s, ms, min, points, updates) must appear in
+            docs/experiments.md, the log of measured runs: thousands
+            separators dropped on both sides, a percentage with its %, a
+            ratio with or without its x (the log's tables write ratios bare),
+            a range A-B as written or each end on its own. So the README
+            quotes no figure the log does not hold.
 
 Exit 0 with one summary line, or 1 listing each bad reference as
 FILE:LINE: what and why.
@@ -55,6 +63,12 @@ PATH_RE = re.compile(r"(?<![\w./-])((?:%s)/[\w./-]*\w/?)" % "|".join(REPO_DIRS))
 LINK_RE = re.compile(r"\]\(([^)\s]+)\)")
 INLINE_RE = re.compile(r"(`+)(.+?)\1")
 SET_RE = re.compile(r"--set[ =]+([\w.*]+)=(\S*)")
+# A figure of the README's status table: a number or a range A-B, then a unit.
+NUM = r"\d[\d,]*(?:\.\d+)?"
+FIGURE_RE = re.compile(
+    r"(?<![\w.,])(%s(?:-%s)?)(?:(x|%%)(?![\w%%])|\s(frames/s|obs/s|samples/s|"
+    r"M|MB|MiB|GiB|s|ms|min|points|updates)(?![\w/]))" % (NUM, NUM))
+STATUS_HEADING = re.compile(r"^## Status\b")
 PLACEHOLDER = re.compile(r"[<>|{}$]|\.\.\.|^[A-Z][A-Z_]*$")
 
 
@@ -149,7 +163,7 @@ class Checker:
         self.cluster = cluster_keys()
         self.errors = []
         self.shown_error = ""
-        self.counts = {"keys": 0, "commands": 0, "paths": 0}
+        self.counts = {"keys": 0, "commands": 0, "paths": 0, "figures": 0}
 
     def bad(self, where, what):
         self.errors.append("%s:%d: %s" % (where[0], where[1], what))
@@ -361,6 +375,52 @@ def anchors(md):
     return out
 
 
+def plain_numbers(text):
+    """text with thousands separators and bold markers dropped, whitespace
+    runs as one space (a figure may wrap)."""
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text.replace("**", ""))
+    return re.sub(r"\s+", " ", text)
+
+
+def in_history(history, number, unit):
+    """Whether NUMBER (separators dropped) appears in the log as a number,
+    a percentage with its %."""
+    tail = "%" if unit == "%" else ""
+    return re.search(r"(?<![\d.])%s%s(?!\d|\.\d)" % (re.escape(number),
+                                                   re.escape(tail)),
+                     history) is not None
+
+
+def status_figures(checker, readme):
+    """Each figure of README.md's status table must be one the log holds."""
+    history = plain_numbers(open(os.path.join(ROOT, HISTORY),
+                                 encoding="utf-8").read())
+    name = os.path.relpath(readme, ROOT)
+    in_status, header = False, False
+    for n, line in enumerate(open(readme, encoding="utf-8"), 1):
+        if line.startswith("## "):
+            in_status, header = bool(STATUS_HEADING.match(line)), True
+            continue
+        if not in_status or not line.startswith("|"):
+            continue
+        if header or re.match(r"^\|[-| :]+\|\s*$", line):
+            header = False  # the table's header row and its rule
+            continue
+        for m in FIGURE_RE.finditer(line):
+            figure, unit = m.group(1), m.group(2) or m.group(3)
+            checker.counts["figures"] += 1
+            whole = plain_numbers(figure)
+            if "-" in whole and in_history(history, whole, unit):
+                continue
+            missing = [e + ("%" if unit == "%" else "")
+                       for e in whole.split("-")
+                       if not in_history(history, e, unit)]
+            if missing:
+                checker.bad((name, n), "figure `%s`: %s not in %s (the log of "
+                            "measured runs)" % (m.group(0).strip(),
+                                                ", ".join(missing), HISTORY))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "services",
@@ -381,8 +441,11 @@ def main():
     c = Checker(Binary(a.binary), not a.keys_only)
     for f in files:
         c.file(f)
-    summary = "%d keys, %d commands, %d paths checked in %d files" % (
-        c.counts["keys"], c.counts["commands"], c.counts["paths"], len(files))
+        if os.path.relpath(f, ROOT) == "README.md":
+            status_figures(c, f)
+    summary = "%d keys, %d commands, %d paths, %d figures checked in %d " \
+        "files" % (c.counts["keys"], c.counts["commands"], c.counts["paths"],
+                   c.counts["figures"], len(files))
     for e in c.errors:
         print(e)
     if c.errors:

@@ -7,6 +7,8 @@
 #      scripted-expert demonstrations (configs/libero_demo.yaml),
 #   3. runs RL post-training from that checkpoint with the async engine
 #      (env pool -> inference actors -> learner -> weight snapshots),
+#   4. evaluates both checkpoints greedily on the same held-out initial
+#      states, paired (scripts/paired_mcnemar.py),
 # and ends with a summary. Extra arguments go to `rl-vla3 train` (e.g.
 # --mode sync, or --set rl.duration_s=60).
 set -euo pipefail
@@ -18,13 +20,13 @@ BIN=./build/services/rl-vla3
 OUT=${RLVLA3_DEMO_OUT:-runs/demo}
 mkdir -p "$OUT"
 
-echo "== 1/3 runtime self-check"
+echo "== [1/4] runtime self-check"
 $BIN selfcheck --config configs/selfcheck.yaml --set metrics.progress=off \
   | tee "$OUT/selfcheck.txt"
-echo "== 2/3 SFT warm start: behaviour cloning from the scripted expert"
+echo "== [2/4] SFT warm start: behaviour cloning from the scripted expert"
 $BIN sft --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
   --set run.name=sft --set threads.torch_intra_op="$(nproc)" | tee "$OUT/sft.txt"
-echo "== 3/3 RL post-training (rl-vla3 train) from the SFT checkpoint"
+echo "== [3/4] RL post-training (rl-vla3 train) from the SFT checkpoint"
 $BIN train --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
   --set run.name=train --set rl.resume=never \
   --init-checkpoint "$OUT/sft/checkpoint" "$@" \
@@ -33,6 +35,7 @@ $BIN train --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
 # Greedy success before and after RL on the same held-out initial states
 # (eval's default: the first states after the ones training draws from).
 EVAL=${RLVLA3_DEMO_EVAL:-60}
+echo "== [4/4] held-out evaluation: SFT and RL checkpoints, greedy, on the same $EVAL initial states"
 for ck in sft/checkpoint train/checkpoints/final; do
   $BIN eval --config configs/libero_demo.yaml --checkpoint "$OUT/$ck" \
     --episodes "$EVAL" --outcomes "$OUT/${ck%%/*}.outcomes" \

@@ -40,7 +40,7 @@ Verb ExpertEvalVerb() {
   return {"expert-eval",
           "the scripted experts' success rate per task\n"
           "  --task NAME             a task (repeatable; default all)\n"
-          "  --episodes N            episodes per task (default 10)\n",
+          "  --episodes N            episodes per task (default 50)\n",
           {"--task", "--episodes"},
           {},
           VerbExpertEval};
