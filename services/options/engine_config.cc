@@ -180,8 +180,7 @@ absl::Status CheckSceneCameras(const Config& c,
 // env.cameras are the declared cameras, in order (FitConfigToPolicy sets
 // them at config load; a config built otherwise is checked here).
 absl::Status CheckDeclaredCameras(const PolicyInterface& p, const Config& c) {
-  std::vector<std::string> names;
-  for (const CameraSpec& cam : p.cameras) names.push_back(cam.name);
+  const std::vector<std::string> names = DeclaredCameraNames(p);
   if (EnvCameras(c.env) == names) return absl::OkStatus();
   return ConfigError{c.origin, "env.cameras", c.env.cameras,
                      absl::StrCat(absl::StrJoin(names, ","),

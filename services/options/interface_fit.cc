@@ -51,8 +51,7 @@ absl::Status CheckWhatTheEnvsGive(const PolicyInterface& p,
 // scene has them is the env's check, where a task file's cameras are known).
 absl::Status FitCameras(const PolicyInterface& p, const std::string& origin,
                         Config* c, std::vector<std::string>* adopted) {
-  std::vector<std::string> names;
-  for (const CameraSpec& cam : p.cameras) names.push_back(cam.name);
+  const std::vector<std::string> names = DeclaredCameraNames(p);
   if (EnvCameras(c->env) == names) return absl::OkStatus();
   const std::string declared = absl::StrJoin(names, ",");
   if (c->given.count("env.cameras") > 0) {
@@ -68,6 +67,12 @@ absl::Status FitCameras(const PolicyInterface& p, const std::string& origin,
 }
 
 }  // namespace
+
+std::vector<std::string> DeclaredCameraNames(const PolicyInterface& p) {
+  std::vector<std::string> names;
+  for (const CameraSpec& cam : p.cameras) names.push_back(cam.name);
+  return names;
+}
 
 absl::Status FitConfigToInterface(const PolicyInterface& p,
                                   const std::string& origin, Config* c) {

@@ -35,6 +35,8 @@ absl::Status FitConfigToInterface(const PolicyInterface& p,
 // env.cameras must name those (a config error naming the key otherwise).
 absl::Status FitConfigToUndeclared(const Config& c);
 std::vector<std::string> UndeclaredPolicyCameras();
+// The cameras `p` declares, by name, in its order.
+std::vector<std::string> DeclaredCameraNames(const PolicyInterface& p);
 
 // The declaration of c->policy.path for a TorchScript policy (nothing to
 // do for TinyVLA or an undeclared module), fitted as above. A module that

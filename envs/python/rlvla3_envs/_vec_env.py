@@ -175,11 +175,8 @@ class VecEnv:
 
     def _drain(self):
         """Waits for the envs in flight (and the initial states)."""
-        if self._initial_pending or not self._ready.all():
-            while not self._ready.all():
-                self._last = self._wrap_sorted(
-                    self._core.recv(int((~self._ready).sum()), self.timeout_s))
-            self._initial_pending = False
+        self._recv_all()
+        self._initial_pending = False
 
     def _send_reset(self, ids, init_ids):
         first, count = self._init
@@ -193,6 +190,7 @@ class VecEnv:
         self._ready[ids] = False
 
     def _recv_all(self):
+        """Receives every env not ready yet; the last batch, in env order."""
         while not self._ready.all():
             self._last = self._wrap_sorted(
                 self._core.recv(int((~self._ready).sum()), self.timeout_s))
