@@ -187,6 +187,8 @@ EngineSummary LocalEngine::Summary() const {
   s.skipped_steps = static_cast<int64_t>(r.counter("skipped_steps").value());
   s.dropped_samples =
       static_cast<int64_t>(r.counter("dropped_samples").value());
+  s.aged_out_samples =
+      static_cast<int64_t>(r.counter("aged_out_samples").value());
   s.parks = m.rollout->parks();
   const double wall = std::max(1e-9, m.end_s);
   s.env_frames_per_s = s.env_frames / wall;

@@ -93,6 +93,7 @@ struct EngineSummary {
   uint64_t env_frames = 0, decisions = 0, episodes = 0, successes = 0;
   int64_t trained_samples = 0, optimizer_steps = 0, skipped_steps = 0;
   int64_t dropped_samples = 0;
+  int64_t aged_out_samples = 0;  // of dropped: waited past the lag bound
   uint64_t parks = 0;
   double env_frames_per_s = 0, trained_samples_per_s = 0, s_per_step = 0;
   double lag_mean = 0, lag_max = 0;

@@ -17,8 +17,11 @@ struct Learner::Metrics {
   Counter* steps = nullptr;
   Counter* skipped = nullptr;
   Counter* dropped = nullptr;
-  Counter* expired = nullptr;  // GRPO episodes of groups that never completed
-  Counter* lost = nullptr;     // samples of versions a killed learner lost
+  Counter* expired = nullptr;   // GRPO episodes of groups that never completed
+  Counter* lost = nullptr;      // samples of versions a killed learner lost
+  Counter* aged_out = nullptr;  // of dropped: waited past the lag bound here
+  // The core's totals as last counted (CountIntake adds what they grew by).
+  int64_t dropped_seen = 0, expired_seen = 0, lost_seen = 0, aged_out_seen = 0;
   Gauge *lag_mean, *lag_max, *s_per_step, *version, *clip_fraction, *approx_kl,
       *step_kl, *learning_rate, *is_min, *is_mean, *is_max, *loss, *entropy,
       *policy_loss, *value_loss, *grad_norm, *ratio_min, *ratio_mean,
@@ -42,6 +45,7 @@ struct Learner::Metrics {
     dropped = &r.counter("dropped_samples");
     expired = &r.counter("expired_episodes");
     lost = &r.counter("lost_version_samples");
+    aged_out = &r.counter("aged_out_samples");
     lag_mean = &r.gauge("policy_lag_mean");
     lag_max = &r.gauge("policy_lag_max");
     s_per_step = &r.gauge("s_per_step");
@@ -218,6 +222,7 @@ void Learner::GoAboveHeldVersion() {
     return;
   }
   core_->JumpAbove(held);
+  CountIntake();
   version_.store(core_->version());
   spdlog::warn(
       "learner: a subscriber holds version {}, at or above this learner's "
@@ -225,6 +230,17 @@ void Learner::GoAboveHeldVersion() {
       "version {}; samples of versions {}..{} are dropped",
       held, own, core_->version(), own + 1, held);
   Publish();
+}
+
+void Learner::CountIntake() {
+  auto grow = [](Counter* c, int64_t now, int64_t* seen) {
+    if (now > *seen) c->Add(static_cast<uint64_t>(now - *seen));
+    *seen = now;
+  };
+  grow(m_->dropped, core_->dropped_samples(), &m_->dropped_seen);
+  grow(m_->expired, core_->expired_episodes(), &m_->expired_seen);
+  grow(m_->lost, core_->lost_version_samples(), &m_->lost_seen);
+  grow(m_->aged_out, core_->aged_out_samples(), &m_->aged_out_seen);
 }
 
 void Learner::SetStarvedHook(std::function<void(uint64_t)> hook) {
@@ -311,11 +327,8 @@ absl::Status Learner::Loop() {
       std::vector<RolloutSegment*> got(buf.begin(), buf.begin() + n);
       for (RolloutSegment* seg : got)
         m_->trajectory_dwell_ms->Observe((now - seg->enqueue_ns) / 1e6);
-      const int64_t d0 = core_->dropped_samples();
-      const int64_t l0 = core_->lost_version_samples();
       core_->Add(got);
-      m_->dropped->Add(static_cast<uint64_t>(core_->dropped_samples() - d0));
-      m_->lost->Add(static_cast<uint64_t>(core_->lost_version_samples() - l0));
+      CountIntake();
     }
     // Sync wiring: the whole rollout first, then train.
     if (options_.whole_batch && core_->ready_units() < global_units) {
@@ -332,12 +345,9 @@ absl::Status Learner::Loop() {
       timeline_->Record(StageInterval::kLearnerUpdate, t0, t1);
       if (!core_->ReadyToStep()) continue;
       const int64_t u0 = SteadyNowNs();
-      const int64_t e0 = core_->expired_episodes();
-      const int64_t d0 = core_->dropped_samples();
       LearnerStepStats st = core_->Step();
       if (!core_->group_status().ok()) return core_->group_status();
-      m_->expired->Add(static_cast<uint64_t>(core_->expired_episodes() - e0));
-      m_->dropped->Add(static_cast<uint64_t>(core_->dropped_samples() - d0));
+      CountIntake();
       RecordStep(st, u0, SteadyNowNs());
       if (on_step_) on_step_(st);
       Publish();

@@ -125,6 +125,9 @@ class Learner {
   // SetHeldVersionSource's jump, checked between batches.
   void GoAboveHeldVersion();
   void RecordStep(const LearnerStepStats& st, int64_t u0, int64_t u1);
+  // Adds what the core's drop totals grew by since the last call to the
+  // metrics (after an Add, a step or a jump: each may drop samples).
+  void CountIntake();
   // Counts a starvation once options.starved_after passed since last_fed_ns_.
   void CheckStarved();
 

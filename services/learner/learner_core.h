@@ -232,6 +232,8 @@ class LearnerCore {
   // GRPO episodes dropped because their group could no longer complete in
   // time (a member lost with a dead rollout worker, or never admitted).
   int64_t expired_episodes() const { return intake_.expired_episodes(); }
+  // Of dropped_samples, those that waited here past the lag bound.
+  int64_t aged_out_samples() const { return intake_.aged_out_samples(); }
   int64_t skipped_steps() const { return skipped_steps_; }
   // GRPO: in incomplete groups.
   int64_t waiting_episodes() const { return intake_.waiting_episodes(); }

@@ -181,6 +181,7 @@ void SampleIntake::ExpireReady(uint64_t version) {
                             [&](const SampleRef& r) { return !stale(r); });
   for (auto it = keep; it != ready_.end(); ++it) {
     ++dropped_samples_;
+    ++aged_out_samples_;
     if (it->unit_end) --ready_unit_count_;
     if (--it->seg->unconsumed == 0) Consume(it->seg);
   }
@@ -200,6 +201,7 @@ void SampleIntake::ExpireWaitingGroups(uint64_t version) {
     int& seen = poisoned_groups_[it->first];
     for (TrainSegment* s : it->second) {
       dropped_samples_ += s->rollout->n;
+      aged_out_samples_ += s->rollout->n;
       ++expired_episodes_;
       Consume(s);
       ++seen;

@@ -102,6 +102,10 @@ class SampleIntake {
   int64_t dropped_samples() const { return dropped_samples_; }
   int64_t lost_version_samples() const { return lost_version_samples_; }
   int64_t expired_episodes() const { return expired_episodes_; }
+  // Of dropped_samples, those admitted within the lag bound that waited until
+  // the version moved past it (Expire): the learner, not the rollout, was
+  // behind.
+  int64_t aged_out_samples() const { return aged_out_samples_; }
   int64_t waiting_episodes() const;  // GRPO: in incomplete groups
   // PPO: the running advantage moments (about one global batch of samples).
   double advantage_mean() const { return adv_mean_; }
@@ -131,7 +135,7 @@ class SampleIntake {
   // GRPO groups that lost a member to the lag bound -> members seen so far.
   std::map<uint64_t, int> poisoned_groups_;
   int64_t groups_done_ = 0, groups_informative_ = 0;
-  int64_t dropped_samples_ = 0, expired_episodes_ = 0;
+  int64_t dropped_samples_ = 0, expired_episodes_ = 0, aged_out_samples_ = 0;
   int64_t lost_version_samples_ = 0;
   uint64_t lost_after_, lost_before_;  // the lost range (exclusive)
   int64_t ready_unit_count_ = 0;

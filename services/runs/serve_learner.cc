@@ -94,9 +94,11 @@ void ReportStatus(LearnerService* service, MetricsRegistry* metrics,
   Counter* steps = &metrics->counter("optimizer_steps");
   Counter* expired = &metrics->counter("expired_episodes");
   Counter* dropped = &metrics->counter("dropped_samples");
+  Counter* aged_out = &metrics->counter("aged_out_samples");
   service->SetStatusSource([=](v1::RoleStatus* st) {
     st->set_trained_samples(trained->value());
     st->set_dropped_samples(dropped->value());
+    st->set_aged_out_samples(aged_out->value());
     st->set_discarded_segments(expired->value());
     st->set_optimizer_steps(steps->value() + learner->steps_restored());
     st->set_trained_samples_per_s(rate->per_s());

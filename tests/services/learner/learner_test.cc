@@ -348,9 +348,11 @@ TEST_F(LearnerTest, GrpoGroupMissingAMemberExpiresPastTheLagBound) {
   }
   EXPECT_EQ(l.expired_episodes(), 1);
   EXPECT_EQ(l.dropped_samples(), 2);
-  l.Add({Episode(3, 2, 7)});  // the partner, late: dropped as it comes
+  EXPECT_EQ(l.aged_out_samples(), 2);  // it waited past the bound
+  l.Add({Episode(3, 2, 7)});           // the partner, late: dropped as it comes
   EXPECT_EQ(l.waiting_episodes(), 0);
   EXPECT_EQ(l.dropped_samples(), 4);
+  EXPECT_EQ(l.aged_out_samples(), 2);  // it never waited
 }
 
 // The sign of the whole update path: after one step, the actions of the

@@ -103,6 +103,7 @@ TEST(SampleIntake, StaleAndLostVersionSegmentsAreDroppedCountedAndHandedBack) {
   intake.Add({&stale, &lost, &fresh}, 10);
   EXPECT_EQ(intake.dropped_samples(), 5);
   EXPECT_EQ(intake.lost_version_samples(), 2);
+  EXPECT_EQ(intake.aged_out_samples(), 0);  // stale on arrival, not waiting
   EXPECT_EQ(intake.ready_samples(), 4);
   EXPECT_EQ(intake.TakeConsumed(),
             (std::vector<RolloutSegment*>{&stale, &lost}));
@@ -126,6 +127,7 @@ TEST(SampleIntake, ReadySamplesPastTheBoundWhenTheVersionMovesAreDropped) {
   EXPECT_EQ(intake.ready_samples(), 3);
   intake.Expire(6);  // version 4's samples are at lag 2 now
   EXPECT_EQ(intake.dropped_samples(), 2);
+  EXPECT_EQ(intake.aged_out_samples(), 2);
   EXPECT_EQ(intake.ready_samples(), 1);
   EXPECT_EQ(intake.ready_units(), 1);
   EXPECT_EQ(intake.TakeConsumed(), std::vector<RolloutSegment*>{&old_seg});

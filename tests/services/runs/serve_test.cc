@@ -119,7 +119,8 @@ TEST_F(ServeTest, HealthChecksAnswerServing) {
 
 TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(150);
-  uint64_t steps = 0, rollout_version = 0, inference_version = 0, dropped = 0;
+  uint64_t steps = 0, rollout_version = 0, inference_version = 0, dropped = 0,
+           aged_out = 0;
   while (std::chrono::steady_clock::now() < end) {
     auto l = Status(Role::kLearner, learner_->address());
     auto i = Status(Role::kInference, inference_->address());
@@ -128,6 +129,7 @@ TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
         << l.status() << i.status() << r.status() << rollout_->Log();
     steps = l->optimizer_steps();
     dropped = l->dropped_samples();
+    aged_out = l->aged_out_samples();
     inference_version = i->policy_version();
     rollout_version = r->policy_version();
     if (steps >= 4 && inference_version >= 1 && rollout_version >= 1) break;
@@ -140,7 +142,11 @@ TEST_F(ServeTest, ThreeProcessRunTrainsAndVersionsReachTheWorkers) {
   // of their decisions is staler than rl.max_policy_lag allows. (Resuming on
   // the learner's notice, each segment's first decisions ran on the previous
   // weights and the learner dropped whole segments from the third step on.)
-  EXPECT_EQ(dropped, 0u) << learner_->Log();
+  // Samples that arrived within the bound but waited at the learner until a
+  // step moved the version past it are dropped too (aged out): the learner
+  // was behind, not the rollout.
+  EXPECT_LE(aged_out, dropped);
+  EXPECT_EQ(dropped - aged_out, 0u) << learner_->Log();
 }
 
 TEST_F(ServeTest, CallWithoutTokenIsUnauthenticated) {
