@@ -22,7 +22,7 @@ SEEDS=("$@")
 BIN=${RLVLA3_BIN:-build/services/rl-vla3}
 OUT=${OUT:-runs/compare}
 EVAL=${EVAL:-400}
-FIRST=${FIRST:-50}
+FIRST=${FIRST:-450}  # the validation range (docs/training.md)
 mkdir -p "$OUT"
 
 if [ ! -f "$OUT/sft/checkpoint/model.safetensors" ]; then
@@ -46,7 +46,8 @@ greedy() {  # success % of checkpoint $1 over $EVAL held-out initial states
   # from FIRST; outcomes to $2
   "$BIN" eval --config "$CONFIG" --checkpoint "$1" --episodes "$EVAL" \
     --first-init "$FIRST" --outcomes "$2" \
-    --set metrics.progress=off 2>/dev/null | awk '$1 == "mean" { print $2 }'
+    --set metrics.progress=off 2>"$2.err" | awk '$1 == "mean" { print $2 }' ||
+    { cat "$2.err" >&2; exit 2; }
 }
 declare -A final
 final[sft]=$(greedy "$OUT/sft/checkpoint" "$OUT/sft.outcomes")

@@ -39,7 +39,8 @@ echo "== [4/4] held-out evaluation: SFT and RL checkpoints, greedy, on the same 
 for ck in sft/checkpoint train/checkpoints/final; do
   $BIN eval --config configs/libero_demo.yaml --checkpoint "$OUT/$ck" \
     --episodes "$EVAL" --outcomes "$OUT/${ck%%/*}.outcomes" \
-    --set metrics.progress=off > "$OUT/${ck%%/*}_eval.txt" 2>/dev/null
+    --set metrics.progress=off > "$OUT/${ck%%/*}_eval.txt" \
+    2>"$OUT/${ck%%/*}_eval.err" || { cat "$OUT/${ck%%/*}_eval.err" >&2; exit 2; }
 done
 
 echo

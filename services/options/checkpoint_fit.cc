@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -86,6 +87,69 @@ absl::Status FitPolicyInputs(const std::string& dir,
   return FitConfigToUndeclared(*c);
 }
 
+// The tasks: the checkpoint's replace the use's tasks key when it was not
+// given. An evaluation measures what the checkpoint was trained on, so there
+// a tasks key given against it (sft.tasks, or env.tasks, which eval would
+// otherwise ignore) is a config error; eval's --task names other tasks
+// explicitly (it leaves both keys out of c->given). A run starting from the
+// checkpoint may train on other tasks (fine-tuning on a new one): a given
+// env.tasks stands, logged.
+// The same tasks, in any order.
+bool SameTasks(std::vector<std::string> a, std::vector<std::string> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+absl::Status FitTasks(const std::string& dir, const CheckpointContext& ck,
+                      CheckpointUse use, Config* c,
+                      std::vector<std::string>* adopted) {
+  if (ck.tasks.empty()) return absl::OkStatus();
+  if (use == CheckpointUse::kEvalOtherTasks) {
+    spdlog::info(
+        "{}: evaluating the tasks given with --task ({}), not the "
+        "checkpoint's ({})",
+        dir, c->sft.tasks, absl::StrJoin(ck.tasks, ","));
+    return absl::OkStatus();
+  }
+  const std::string recorded = absl::StrJoin(ck.tasks, ",");
+  const bool eval = use == CheckpointUse::kEval;
+  if (eval) {
+    const struct {
+      const char* key;
+      const std::string* value;
+    } keys[] = {{"sft.tasks", &c->sft.tasks}, {"env.tasks", &c->env.tasks}};
+    for (const auto& k : keys) {
+      if (c->given.count(k.key) == 0 ||
+          SameTasks(TaskItems(*k.value, k.key), ck.tasks)) {
+        continue;
+      }
+      return ConfigError{
+          c->origin, k.key, *k.value,
+          absl::StrCat(recorded, ", the tasks checkpoint ", dir,
+                       " was trained on (its ", kCheckpointContextFile,
+                       "); leave the key out to evaluate them, or name "
+                       "other tasks with --task")}
+          .ToStatus();
+    }
+  }
+  const char* tasks_key = eval ? "sft.tasks" : "env.tasks";
+  std::string& tasks = eval ? c->sft.tasks : c->env.tasks;
+  if (SameTasks(TaskItems(tasks, tasks_key), ck.tasks)) {
+    return absl::OkStatus();
+  }
+  if (c->given.count(tasks_key) > 0) {
+    spdlog::info(
+        "{}: training on the tasks given ({}), not the checkpoint's "
+        "({})",
+        dir, tasks, recorded);
+    return absl::OkStatus();
+  }
+  tasks = recorded;
+  adopted->push_back(absl::StrCat(tasks_key, "=", recorded));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
@@ -137,20 +201,7 @@ absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
     *f.value = f.recorded;
     adopted.push_back(absl::StrCat(f.key, "=", f.recorded));
   }
-  const char* tasks_key =
-      use == CheckpointUse::kEval ? "sft.tasks" : "env.tasks";
-  std::string& tasks =
-      use == CheckpointUse::kEval ? c->sft.tasks : c->env.tasks;
-  const std::string recorded = absl::StrJoin(ck.tasks, ",");
-  if (!ck.tasks.empty() && TaskItems(tasks, tasks_key) != ck.tasks) {
-    if (c->given.count(tasks_key) > 0) {
-      spdlog::info("{}: the tasks given, not the checkpoint's ({})", dir,
-                   recorded);
-    } else {
-      tasks = recorded;
-      adopted.push_back(absl::StrCat(tasks_key, "=", recorded));
-    }
-  }
+  if (absl::Status s = FitTasks(dir, ck, use, c, &adopted); !s.ok()) return s;
   if (!adopted.empty()) {
     spdlog::info("{}: as the checkpoint records: {}", dir,
                  absl::StrJoin(adopted, " "));

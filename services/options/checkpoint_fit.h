@@ -7,9 +7,11 @@
 // inputs or actions (image size, cameras, chunk, executed chunk steps) is a
 // config error naming the key (the CLI exits 2): evaluating or training a
 // 64x64 policy on 128x128 images would otherwise run and give wrong numbers
-// without a word. Tasks are the exception: other tasks than the
-// checkpoint's are a legitimate experiment (generalisation, fine-tuning on
-// a new task), so a given task list stands and is logged.
+// without a word. The tasks: an evaluation measures what the checkpoint was
+// trained on, so a tasks key given against them (sft.tasks or env.tasks)
+// is a config error too; eval's --task names other tasks explicitly. A run
+// starting from the checkpoint may train on other tasks (fine-tuning on a
+// new one): a given env.tasks stands and is logged.
 //
 // Which keys it fills: env.image_width, env.image_height, policy.chunk,
 // rl.execute_steps, and the tasks key of the use (eval: sft.tasks; a run
@@ -35,12 +37,15 @@ namespace rlvla3 {
 
 enum class CheckpointUse {
   kEval,  // `eval --checkpoint`: its tasks key is sft.tasks
+  // `eval --checkpoint --task NAME...`: other tasks named on purpose, in
+  // sft.tasks; the tasks keys are neither checked nor adopted
+  kEvalOtherTasks,
   kInit,  // rl.init_checkpoint: its tasks key is env.tasks
 };
 
 // Fits `*c` to the checkpoint folder `dir`'s context.json (nothing to do
 // for a checkpoint without one). A key counts as given when it is in
-// c->given (a flag that sets one, like eval's --task, adds it there).
+// c->given.
 absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
                                    Config* c);
 

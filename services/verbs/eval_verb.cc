@@ -44,12 +44,14 @@ std::optional<Config> ConfigForCheckpoint(const VerbArgs& f, const Config& c,
                                           const std::string& path,
                                           const PolicyCheckpoint& ck) {
   Config cfg = c;
+  // --task names the tasks explicitly (a generalisation test): the config's
+  // tasks keys are then not checked against the checkpoint's.
   const std::vector<std::string> tasks = f.All("--task");
-  if (!tasks.empty()) {
-    cfg.sft.tasks = absl::StrJoin(tasks, ",");
-    cfg.given.insert("sft.tasks");
-  }
-  if (absl::Status s = FitConfigToCheckpoint(path, CheckpointUse::kEval, &cfg);
+  if (!tasks.empty()) cfg.sft.tasks = absl::StrJoin(tasks, ",");
+  if (absl::Status s = FitConfigToCheckpoint(
+          path,
+          tasks.empty() ? CheckpointUse::kEval : CheckpointUse::kEvalOtherTasks,
+          &cfg);
       !s.ok()) {
     std::fprintf(stderr, "rl-vla3: %s: %s\n",
                  IsConfigError(s) ? "config error" : "eval",
@@ -69,13 +71,57 @@ struct EvalFlags {
   double temperature = 0;  // > 0: replaces the checkpoint's (sampled only)
 };
 
+// The named ranges of initial states (docs/training.md, "Validation and
+// test"): every choice (screening, demo count, temperature) is made on the
+// validation range; the test range is read only for the final table. Both
+// are disjoint from the states training draws from by default (0-49) and
+// from the wide ranges the learning configs give SFT and RL.
+struct InitRange {
+  const char* name;
+  int first;
+  int max_episodes;
+};
+constexpr InitRange kInitRanges[] = {
+    {"validation", 450, 550},  // 450..999
+    {"test", 200000, 100000},  // 200,000..299,999
+};
+
+// --range NAME: the range (400 episodes unless --episodes); nullptr (and a
+// message) for an unknown name or a count past the range's end.
+const InitRange* ParseRange(const VerbArgs& f, int episodes) {
+  const std::string name = f.Get("--range", "");
+  for (const InitRange& r : kInitRanges) {
+    if (name != r.name) continue;
+    if (f.Get("--first-init", "").empty() && episodes <= r.max_episodes) {
+      return &r;
+    }
+    std::fprintf(stderr,
+                 "rl-vla3: eval --range %s holds %d states and takes no "
+                 "--first-init; got %d episodes%s\n",
+                 r.name, r.max_episodes, episodes,
+                 f.Get("--first-init", "").empty() ? "" : " and --first-init");
+    return nullptr;
+  }
+  std::fprintf(stderr,
+               "rl-vla3: eval --range must be validation or test, got '%s'\n",
+               name.c_str());
+  return nullptr;
+}
+
 std::optional<EvalFlags> ParseEvalFlags(const VerbArgs& f, const Config& c) {
   EvalFlags e;
-  auto episodes = PositiveInt("--episodes", f.Get("--episodes", "10"));
+  const bool ranged = !f.Get("--range", "").empty();
+  auto episodes =
+      PositiveInt("--episodes", f.Get("--episodes", ranged ? "400" : "10"));
   if (!episodes) return std::nullopt;
   e.episodes = *episodes;
   // Held out by default: the first state after the ones training draws from.
   e.first_init = static_cast<int>(c.rl.init_state_first + c.rl.init_states);
+  if (ranged) {
+    const InitRange* r = ParseRange(f, e.episodes);
+    if (r == nullptr) return std::nullopt;
+    e.first_init = r->first;
+  }
   if (const std::string v = f.Get("--first-init", absl::StrCat(e.first_init));
       !absl::SimpleAtoi(v, &e.first_init) || e.first_init < 0) {
     std::fprintf(stderr,
@@ -183,19 +229,24 @@ Verb EvalVerb() {
       "  --first-init K          first initial state (default: the first "
       "after training's,\n"
       "                          rl.init_state_first + rl.init_states = 50)\n"
+      "  --range validation|test the named held-out states: validation\n"
+      "                          450..999 (for every choice), test from\n"
+      "                          200,000 (the final table only); 400\n"
+      "                          episodes unless --episodes\n"
       "  (acts as RL does: rl.execute_steps of each chunk)\n"
       "  the image size, chunk, executed steps and tasks the checkpoint\n"
       "  records (context.json) replace the defaults; a key given against\n"
       "  them is refused (exit 2)\n"
       "  --task NAME             a task (repeatable; default: the\n"
-      "                          checkpoint's tasks, or sft.tasks if given)\n"
+      "                          checkpoint's tasks; sft.tasks or env.tasks\n"
+      "                          given against them is refused)\n"
       "  --actions greedy|sampled  how tokens are chosen (default greedy)\n"
       "  --temperature T         with sampled: sample at T on every action\n"
       "                          dimension (default: the checkpoint's own)\n"
       "  --outcomes FILE         also write each episode's outcome (task, "
       "initial state, 1/0)\n",
       {"--checkpoint", "--episodes", "--task", "--actions", "--first-init",
-       "--outcomes", "--temperature"},
+       "--range", "--outcomes", "--temperature"},
       {},
       VerbEval};
 }

@@ -1,8 +1,9 @@
 // A run's config against what a checkpoint records (context.json): the
 // recorded values replace keys the config did not give, a given key that
 // contradicts the policy's inputs or actions is a config error naming the
-// key, given tasks stand, and a checkpoint without a record changes
-// nothing; the record round-trips and a malformed one names its file.
+// key, given tasks stand for a run and are refused for an eval, and a
+// checkpoint without a record changes nothing; the record round-trips and a
+// malformed one names its file.
 #include "services/options/checkpoint_fit.h"
 
 #include <gtest/gtest.h>
@@ -92,17 +93,41 @@ TEST(CheckpointFit, AGivenKeyAgainstTheCheckpointIsAConfigErrorNamingIt) {
       FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &same).ok());
 }
 
-TEST(CheckpointFit, GivenTasksStand) {
+// A run from the checkpoint may train on other tasks (fine-tuning on a new
+// one); an evaluation measures the tasks the checkpoint was trained on, and a
+// tasks key given against them, in the file or with --set, is refused with
+// the key and the recorded tasks named (issue 59: a basket checkpoint was
+// evaluated on the config's lift task without a word).
+TEST(CheckpointFit, GivenTasksStandForARunButAreRefusedForAnEval) {
   testutil::TestDir dir;
   ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
   Config c = Load({"env.tasks=put_red_cube_in_basket"});
   ASSERT_TRUE(FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &c).ok());
   EXPECT_EQ(c.env.tasks, "put_red_cube_in_basket");
-  Config eval = Load({});
-  eval.given.insert("sft.tasks");  // as eval's --task does
+  for (const std::string given :
+       {"sft.tasks=lift_the_red_cube", "env.tasks=put_red_cube_in_basket"}) {
+    Config eval = Load({given});
+    const absl::Status s =
+        FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &eval);
+    EXPECT_TRUE(IsConfigError(s)) << given << ": " << s;
+    EXPECT_NE(s.message().find(given.substr(0, given.find('='))),
+              std::string::npos)
+        << s;
+    EXPECT_NE(s.message().find("put_red_cube_on_plate"), std::string::npos)
+        << s;
+  }
+  // Named on purpose (eval --task): neither checked nor replaced.
+  Config other = Load({"sft.tasks=lift_the_red_cube"});
   ASSERT_TRUE(
-      FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &eval).ok());
-  EXPECT_EQ(eval.sft.tasks, "all");
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kEvalOtherTasks, &other)
+          .ok());
+  EXPECT_EQ(other.sft.tasks, "lift_the_red_cube");
+  // Given and equal to the checkpoint's tasks (in any order): evaluated as
+  // recorded.
+  Config same =
+      Load({"sft.tasks=put_red_cube_on_plate, stack_green_cube_on_red_cube"});
+  ASSERT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &same).ok());
 }
 
 TEST(CheckpointFit, ACheckpointWithoutARecordChangesNothing) {
