@@ -47,6 +47,12 @@ absl::StatusOr<std::shared_ptr<const TaskModel>> TaskModel::Create(
   t->goal_body_ = task.goal.empty()
                       ? -1
                       : mj_name2id(m, mjOBJ_BODY, task.goal[0].a.c_str());
+  if (options.progress_reward > 0) {
+    absl::StatusOr<TaskProgress> p =
+        TaskProgress::Create(m, task, t->controller().eef_site());
+    if (!p.ok()) return p.status();
+    t->progress_ = *std::move(p);
+  }
   return std::shared_ptr<const TaskModel>(std::move(t));
 }
 
@@ -143,6 +149,10 @@ void ManipulationEnv::Reset(int init_id) {
     mj_step(m, d);
   }
   mj_forward(m, d);
+  if (const TaskProgress* p = task_->progress(); p != nullptr) {
+    progress_start_ = p->Begin(m, d);
+    potential_ = p->Potential(m, d, progress_start_);
+  }
   step_ = 0;
   if (episode_started_) ++episode_;
   episode_started_ = true;
@@ -203,6 +213,13 @@ absl::StatusOr<StepResult> ManipulationEnv::Step(
                           : task_->task().max_steps;
   r.truncated = !r.done && step_ >= horizon;
   r.reward = r.success ? 1.0f : 0.0f;
+  if (const TaskProgress* p = task_->progress(); p != nullptr) {
+    // Shaping by a potential: the goal reached is the top of the scale.
+    const double now = r.success ? 1.0 : p->Potential(m, d, progress_start_);
+    r.reward +=
+        static_cast<float>(options_.progress_reward * (now - potential_));
+    potential_ = now;
+  }
   if (options_.shaped_reward && !r.success && task_->goal_body() >= 0) {
     const mjtNum* a = d->xpos + 3 * task_->goal_body();
     const mjtNum* e = d->site_xpos + 3 * arm.eef_site();

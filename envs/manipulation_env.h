@@ -38,6 +38,7 @@
 #include "envs/renderer.h"
 #include "envs/sim_env.h"
 #include "envs/task.h"
+#include "envs/task_progress.h"
 #include "runtime/render_choices.h"
 
 namespace rlvla3 {
@@ -73,6 +74,10 @@ struct EnvOptions {
   Readback readback = Readback::kAuto;
   int physics_substeps = 25;  // per control step: 500 Hz physics, 20 Hz control
   bool shaped_reward = false;  // add -0.1 * distance(eef, goal object) per step
+  // > 0: add this x the step's change of the task's progress potential
+  // (envs/task_progress.h) to the success reward; below 1/2, every success
+  // outranks every failure.
+  double progress_reward = 0;
   ArmControllerOptions controller;
 };
 
@@ -93,6 +98,10 @@ class TaskModel {
   const std::vector<int>& object_qpos() const { return object_qpos_; }
   int drawer_qpos() const { return drawer_qpos_; }
   int goal_body() const { return goal_body_; }
+  // The graded outcome (EnvOptions::progress_reward > 0), else null.
+  const TaskProgress* progress() const {
+    return progress_ ? &*progress_ : nullptr;
+  }
 
  private:
   TaskModel(TaskSpec task, MjModelPtr model, ArmController c, GoalChecker g)
@@ -107,6 +116,7 @@ class TaskModel {
   std::vector<int> object_qpos_;
   int drawer_qpos_ = -1;
   int goal_body_ = -1;
+  std::optional<TaskProgress> progress_;
 };
 
 class ManipulationEnv final : public SimEnv {
@@ -160,6 +170,8 @@ class ManipulationEnv final : public SimEnv {
   bool skip_images_ = false;  // SkipImagesOnNextStep, for the next Step
   Observation obs_;
   StepPhases phases_;
+  TaskProgress::Start progress_start_;  // the episode's (progress_reward)
+  double potential_ = 0;                // after the last step
 };
 
 }  // namespace rlvla3

@@ -124,7 +124,16 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
             "order: agentview, wrist, sideview or a task file's camera "
             "(default: a declared policy's cameras, else agentview,wrist)");
   s->Bool("env.shaped_reward", &c->env.shaped_reward,
-          "shaped reward instead of sparse success");
+          "shaped reward instead of sparse success (a per-step reach "
+          "penalty)");
+  s->Real("env.progress_reward", &c->env.progress_reward,
+          {0.0, false, 0.5, true},
+          "graded outcome: the success reward plus this x the change of the "
+          "task's progress potential (reach, hold, lift, carry, or a "
+          "drawer's slide, from the first goal predicate) per step; an "
+          "episode's return is success + this x (final - initial "
+          "potential), and below 0.5 every success outranks every failure "
+          "(0: sparse success)");
   s->Int("env.max_episode_steps", &c->env.max_episode_steps, {0, 1000000},
          "every task's horizon in control steps, in training and eval (0: "
          "the task's own)");
@@ -341,6 +350,32 @@ absl::Status CheckCameras(const Config& c) {
   return absl::OkStatus();
 }
 
+// The reward keys together, and the GRPO-only draws of decisions.
+absl::Status CheckRewardAndDraws(const Config& c) {
+  const std::string& origin = c.origin;
+  if (c.env.shaped_reward && c.env.progress_reward > 0) {
+    return ConfigError{origin, "env.progress_reward",
+                       absl::StrCat(c.env.progress_reward),
+                       "0 when env.shaped_reward is true (one reward at a "
+                       "time)"}
+        .ToStatus();
+  }
+  if (c.rl.algorithm != "grpo" &&
+      (c.rl.train_decisions < 1 || c.rl.max_train_decisions > 0)) {
+    const bool share = c.rl.train_decisions < 1;
+    return ConfigError{
+        origin, share ? "rl.train_decisions" : "rl.max_train_decisions",
+        share ? absl::StrCat(c.rl.train_decisions)
+              : absl::StrCat(c.rl.max_train_decisions),
+        share ? "1 unless rl.algorithm is grpo (a PPO sample's advantage is "
+                "its own: there is no episode to draw from)"
+              : "0 unless rl.algorithm is grpo (a PPO sample's advantage is "
+                "its own: there is no episode to draw from)"}
+        .ToStatus();
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Config> LoadConfig(const std::string& path,
@@ -397,6 +432,7 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
         .ToStatus();
   }
   if (absl::Status s = CheckCameras(c); !s.ok()) return s;
+  if (absl::Status s = CheckRewardAndDraws(c); !s.ok()) return s;
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {
     return ConfigError{origin, "env.num_envs", absl::StrCat(c.env.num_envs),
                        absl::StrCat("a multiple of rl.grpo_group_size (",

@@ -103,7 +103,10 @@ struct EnvConfig {
   // (EnvCameras splits it; a declared policy's cameras are taken when not
   // given).
   std::string cameras = "agentview,wrist";
-  bool shaped_reward = false;     // sparse success reward unless true
+  bool shaped_reward = false;  // sparse success reward unless true
+  // > 0: the success reward plus this x the change of the task's progress
+  // potential per step (envs/task_progress.h); < 0.5.
+  double progress_reward = 0;
   int64_t max_episode_steps = 0;  // every task's horizon (0: its own)
   // Horizon rule: with a checkpoint that records its demos' median expert
   // length (expert_steps), max_episode_steps = ceil(horizon_factor x it)
@@ -216,6 +219,13 @@ struct RlConfig {
   bool normalize_advantages = true;  // PPO: by running moments
   double target_kl = 0.0;  // adaptive lr: KL per action token (0: off)
   double kl_stop = 0.0;    // end an update past this KL per token (0: off)
+  // GRPO: a random share of each episode's decisions trained (1: all), and
+  // at most this many per episode (0: no cap).
+  double train_decisions = 1.0;
+  int64_t max_train_decisions = 0;
+  // GRPO: a group's return std is taken as at least this when advantages
+  // are normalised (0.1 never binds for 0/1 returns in groups up to 99).
+  double grpo_std_floor = 0.1;
   double lr_min = 1e-7, lr_max = 1e-3;  // bounds of the adaptive lr
   double lr_adapt_factor = 1.5;         // its multiplicative step
   // > 0: RL starts with every action dimension at this sampling temperature

@@ -23,6 +23,18 @@ void DescribeRlBatch(Config* c, ConfigSchema* s) {
   s->Int("rl.minibatches", &c->rl.minibatches, {1, 4096},
          "shuffled minibatches per pass, one optimizer step each; the "
          "proximal policy is the one at the start of the update");
+  s->Real("rl.train_decisions", &c->rl.train_decisions, {0.0, true, 1.0, false},
+          "GRPO: the share of each episode's decisions trained, drawn at "
+          "random (the advantage is per episode, so the update stays "
+          "unbiased; 1: all)");
+  s->Real("rl.grpo_std_floor", &c->rl.grpo_std_floor, {0.0, false, 10.0, false},
+          "GRPO: a group's return std is taken as at least this when its "
+          "advantages are normalised, so returns a hair apart (graded "
+          "outcomes) are not scaled up to full-size advantages; 0.1 never "
+          "binds for 0/1 success in groups of up to 99");
+  s->Int("rl.max_train_decisions", &c->rl.max_train_decisions, {0, 1000000},
+         "GRPO: at most this many of an episode's decisions trained, drawn "
+         "at random (long horizons cost no more per update; 0: no cap)");
 }
 
 // rl.*: the optimizer, the loss's terms and the adaptive learning rate.

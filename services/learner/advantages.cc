@@ -1,5 +1,6 @@
 #include "services/learner/advantages.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace rlvla3 {
@@ -22,7 +23,7 @@ void ComputeGae(absl::Span<const float> rewards, absl::Span<const float> values,
 }
 
 std::vector<float> GroupNormalizedAdvantages(absl::Span<const float> returns,
-                                             float eps) {
+                                             float eps, float std_floor) {
   std::vector<float> out(returns.size(), 0.0f);
   if (returns.empty()) return out;
   double mean = 0;
@@ -30,8 +31,9 @@ std::vector<float> GroupNormalizedAdvantages(absl::Span<const float> returns,
   mean /= static_cast<double>(returns.size());
   double var = 0;
   for (float r : returns) var += (r - mean) * (r - mean);
-  const double sd = std::sqrt(var / static_cast<double>(returns.size()));
-  if (sd == 0.0) return out;
+  const double raw = std::sqrt(var / static_cast<double>(returns.size()));
+  if (raw == 0.0) return out;
+  const double sd = std::max(raw, static_cast<double>(std_floor));
   for (size_t i = 0; i < returns.size(); ++i) {
     out[i] = static_cast<float>((returns[i] - mean) / (sd + eps));
   }

@@ -30,10 +30,14 @@ void ComputeGae(absl::Span<const float> rewards, absl::Span<const float> values,
                 float gamma, float lambda, absl::Span<float> advantages,
                 absl::Span<float> returns);
 
-// (r_i - mean(r)) / (std(r) + eps) over one group; all zeros if every return
-// is equal (no learning signal from that group). std is the population std.
+// (r_i - mean(r)) / (max(std(r), std_floor) + eps) over one group; all
+// zeros if every return is equal (no learning signal from that group). std
+// is the population std. The floor keeps a group whose returns differ by
+// little (graded outcomes: failures a hair apart) from scaling that
+// difference up to a full-size advantage.
 std::vector<float> GroupNormalizedAdvantages(absl::Span<const float> returns,
-                                             float eps = 1e-6f);
+                                             float eps = 1e-6f,
+                                             float std_floor = 0.0f);
 
 }  // namespace rlvla3
 

@@ -40,6 +40,10 @@ SampleIntakeOptions IntakeOptions(const LearnerOptions& o) {
   i.global_units = o.global_units;
   i.max_policy_lag = o.max_policy_lag;
   i.grpo_group_size = o.grpo_group_size;
+  i.train_decisions = o.train_decisions;
+  i.max_train_decisions = o.max_train_decisions;
+  i.seed = o.shuffle_seed + 1;
+  i.grpo_std_floor = o.grpo_std_floor;
   i.lost_versions_after = o.lost_versions_after;
   i.lost_versions_before = o.lost_versions_before;
   return i;
@@ -186,8 +190,8 @@ PpoLossTerms LearnerCore::Loss(const MicroBatch& mb, const EvalResult& e,
   }
   rate_.Record(mb.in, mb.tokens, mb.mask, prox_steps.sum(1));
   PpoLossTerms terms = DecoupledPpoLoss(li, lo);
-  const at::Tensor log_r = (steps.sum(1) - prox_steps.sum(1)).detach();
-  terms.decision_kl_sum = ((log_r.exp() - 1) - log_r).sum();
+  terms.prox_kl_sum =
+      ProxKlSum(steps, prox_steps, mb.mask, options_.per_step_ratio);
   terms.tokens = mb.mask.sum() * static_cast<double>(mb.tokens.size(-1));
   AddReferenceKl(mb, steps, &terms);
   return terms;
@@ -263,7 +267,7 @@ void LearnerCore::LossSums::Add(const PpoLossTerms& t, const at::Tensor& loss) {
       r.sum(),
       r.min(),
       r.max(),
-      t.decision_kl_sum,
+      t.prox_kl_sum,
       t.tokens,
       t.ref_kl_sum};
   samples += r.size(0);

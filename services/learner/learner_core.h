@@ -118,6 +118,12 @@ struct LearnerOptions {
   // token, measured in its own forward pass, exceeds this is not stepped,
   // and the update ends there (0: off).
   double kl_stop = 0.0;
+  // GRPO: the share of each episode's decisions trained, drawn at random,
+  // and a cap per episode (0: none); SampleIntakeOptions.
+  double train_decisions = 1.0;
+  int max_train_decisions = 0;
+  // GRPO: a group's return std is taken as at least this (advantages.h).
+  double grpo_std_floor = 0.0;
   double lr_min = 1e-7, lr_max = 1e-3, lr_adapt_factor = 1.5;
   // PPO epochs: each global batch is trained for `ppo_epochs` passes, each
   // pass `minibatches` shuffled minibatches with one optimizer step each.
@@ -166,6 +172,7 @@ struct LearnerStepStats {
   // PPO epochs: ratio pi_theta / pi_prox over every trained sample, and the
   // clip fraction and approximate KL(prox || theta) of each epoch.
   int optimizer_steps = 0;  // minibatch steps taken in this update
+  int backward_passes = 0;  // micro-batch backward passes (the update's cost)
   double ratio_min = 1, ratio_mean = 1, ratio_max = 1;
   std::vector<double> epoch_clip_fraction, epoch_approx_kl, epoch_token_kl;
   // GRPO: groups completed since the last update, and those whose returns
@@ -273,9 +280,9 @@ class LearnerCore {
       kRatioSum,
       kRatioMin,
       kRatioMax,
-      kDecisionKl,  // k3 of KL(prox || theta) per decision, summed
-      kTokens,      // the action tokens of the decisions
-      kRefKl,       // k3 of KL(theta || reference) per step, summed
+      kProxKlSum,  // k3 of KL(prox || theta) in the clip's units, summed
+      kTokens,     // the action tokens of the decisions
+      kRefKl,      // k3 of KL(theta || reference) per step, summed
       kFields
     };
     at::Tensor v[kFields];
@@ -354,12 +361,17 @@ class LearnerCore {
   // The epochs' minibatch steps; false once a non-finite step aborts them.
   bool TrainEpochs(const EpochPlan& plan, std::vector<LossSums>* epoch_sums,
                    LearnerStepStats* st);
-  // Forward/backward over the shuffled samples order[lo, hi): one minibatch;
-  // returns its summed loss, its summed decision KL(prox || theta) and its
-  // tokens, [3] (a tensor, no host read).
+  // Forward/backward over the shuffled samples order[lo, hi): one
+  // minibatch; returns its summed loss, its summed KL(prox || theta) and its
+  // tokens, [3] (a tensor, no host read). With kl_stop, the first
+  // micro-batch's KL is read from its forward before its backward (KlStops):
+  // past the bound, st->kl_stopped is set and nothing is backpropagated.
   at::Tensor TrainMinibatch(const EpochPlan& plan,
                             const std::vector<int64_t>& order, int64_t lo,
-                            int64_t hi, LossSums* sums);
+                            int64_t hi, LossSums* sums, LearnerStepStats* st);
+  // kl_stop's check on a micro-batch's terms (undefined: none here), agreed
+  // by every rank.
+  bool KlStops(const PpoLossTerms& first);
   static void SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
                               int64_t n, int minibatches, LearnerStepStats* st);
   // Skip or finish the update, then hand back its samples' segments.

@@ -5,8 +5,10 @@
 // minibatch, and the policy version advances once. Its phases: PlanEpochs
 // (the minibatch count the ranks agree on, the global batch's advantage
 // moments), TrainEpochs / TrainMinibatch (the steps; a non-finite one ends
-// the update), SummarizeEpochs (one host read of every epoch's statistics)
-// and EndEpochs (skip or finish the update, hand the segments back).
+// the update; with kl_stop, KlStops reads each minibatch's first
+// micro-batch's KL from its forward, before its backward is paid for),
+// SummarizeEpochs (one host read of every epoch's statistics) and EndEpochs
+// (skip or finish the update, hand the segments back).
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -142,10 +144,16 @@ bool LearnerCore::TrainEpochs(const EpochPlan& plan,
     LossSums& sums = epoch_sums->emplace_back();
     for (int m = 0; m < minibatches; ++m) {
       const int64_t lo = n * m / minibatches, hi = n * (m + 1) / minibatches;
-      const at::Tensor mb = TrainMinibatch(plan, order, lo, hi, &sums);
+      const at::Tensor mb = TrainMinibatch(plan, order, lo, hi, &sums, st);
+      if (st->kl_stopped) {
+        // The policy moved far enough from the proximal one: this
+        // minibatch's step and the rest of the update are skipped (as
+        // Stable-Baselines' PPO target_kl), its backward never run.
+        optimizer_->ZeroGradients();
+        return true;
+      }
       // One host read per minibatch step: its loss and gradient norm decide
-      // whether the step is taken, and its KL per token whether the update
-      // goes on.
+      // whether the step is taken.
       const at::Tensor check =
           torch::cat({mb.to(torch::kDouble),
                       optimizer_->ClipGradients(grad_scale_).reshape({1})})
@@ -157,15 +165,6 @@ bool LearnerCore::TrainEpochs(const EpochPlan& plan,
                                    !std::isfinite(st->grad_norm))) {
         return false;
       }
-      const double token_kl = c[2] > 0 ? c[1] / c[2] : 0;
-      if (options_.kl_stop > 0 &&
-          optimizer_->AnyOnAnyRank(token_kl > options_.kl_stop)) {
-        // The policy moved far enough from the proximal one: this step and
-        // the rest of the update are skipped (as Stable-Baselines' PPO).
-        st->kl_stopped = true;
-        optimizer_->ZeroGradients();
-        return true;
-      }
       optimizer_->Step();
       optimizer_->ZeroGradients();
       ++st->optimizer_steps;
@@ -174,9 +173,25 @@ bool LearnerCore::TrainEpochs(const EpochPlan& plan,
   return true;
 }
 
+bool LearnerCore::KlStops(const PpoLossTerms& first) {
+  // The first micro-batch's KL per token, from its forward, before its
+  // backward: one host read. Every rank asks, whatever it holds.
+  double token_kl = 0;
+  if (first.prox_kl_sum.defined()) {
+    const at::Tensor f = torch::stack({first.prox_kl_sum, first.tokens})
+                             .to(torch::kDouble)
+                             .to(torch::kCPU)
+                             .contiguous();
+    const double* c = f.data_ptr<double>();
+    token_kl = c[1] > 0 ? c[0] / c[1] : 0;
+  }
+  return optimizer_->AnyOnAnyRank(token_kl > options_.kl_stop);
+}
+
 at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
                                        const std::vector<int64_t>& order,
-                                       int64_t lo, int64_t hi, LossSums* sums) {
+                                       int64_t lo, int64_t hi, LossSums* sums,
+                                       LearnerStepStats* st) {
   at::Tensor mb_loss =
       torch::zeros({}, torch::TensorOptions().device(options_.device));
   at::Tensor kl_sum = torch::zeros_like(mb_loss), tokens = kl_sum;
@@ -184,6 +199,9 @@ at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
   std::vector<SampleRef> refs;
   idx.reserve(static_cast<size_t>(options_.micro_batch));
   refs.reserve(static_cast<size_t>(options_.micro_batch));
+  if (lo == hi && options_.kl_stop > 0 && KlStops(PpoLossTerms{})) {
+    st->kl_stopped = true;  // another rank's minibatch moved too far
+  }
   for (int64_t i = lo; i < hi; i += options_.micro_batch) {
     const int64_t j = std::min<int64_t>(hi, i + options_.micro_batch);
     idx.assign(order.begin() + i, order.begin() + j);
@@ -201,11 +219,16 @@ at::Tensor LearnerCore::TrainMinibatch(const EpochPlan& plan,
     EvalResult e = Evaluate(mb.in, mb.tokens);
     PpoLossTerms terms = Loss(mb, e, prox, adv);
     const at::Tensor loss = terms.loss * loss_scale_;
-    optimizer_->Backward(loss, /*last_of_step=*/j == hi);
     mb_loss = mb_loss + loss.detach();
-    kl_sum = kl_sum + terms.decision_kl_sum;
+    kl_sum = kl_sum + terms.prox_kl_sum;
     tokens = tokens + terms.tokens;
     sums->Add(terms, loss.detach());
+    if (i == lo && options_.kl_stop > 0 && KlStops(terms)) {
+      st->kl_stopped = true;  // its figures count; its backward is not run
+      break;
+    }
+    optimizer_->Backward(loss, /*last_of_step=*/j == hi);
+    ++st->backward_passes;
   }
   return torch::stack({mb_loss, kl_sum, tokens});
 }
@@ -242,7 +265,7 @@ void LearnerCore::SummarizeEpochs(const std::vector<LossSums>& epoch_sums,
     st->epoch_clip_fraction.push_back(e[LossSums::kClipped] / per_epoch);
     st->epoch_approx_kl.push_back(e[LossSums::kProxKl] / per_epoch);
     const double tokens = e[LossSums::kTokens];
-    st->epoch_token_kl.push_back(tokens > 0 ? e[LossSums::kDecisionKl] / tokens
+    st->epoch_token_kl.push_back(tokens > 0 ? e[LossSums::kProxKlSum] / tokens
                                             : 0);
     total_token_kl += st->epoch_token_kl.back();
   }

@@ -58,4 +58,15 @@ PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in, const PpoLossOptions& o) {
   return t;
 }
 
+at::Tensor ProxKlSum(const at::Tensor& log_probs,
+                     const at::Tensor& prox_log_probs, const at::Tensor& mask,
+                     bool per_step) {
+  const at::Tensor log_r = (log_probs - prox_log_probs).detach();
+  if (!per_step) {
+    const at::Tensor d = log_r.sum(1);
+    return ((d.exp() - 1) - d).sum();
+  }
+  return (((log_r.exp() - 1) - log_r) * mask).sum();
+}
+
 }  // namespace rlvla3

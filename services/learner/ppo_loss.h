@@ -65,9 +65,10 @@ struct PpoLossTerms {
   at::Tensor ratio;      // [B] pi_theta / pi_prox (detached)
   at::Tensor approx_kl;  // [B] log pi_behav - log pi_theta (detached)
   // Set by the learner (not DecoupledPpoLoss): the k3 estimate of
-  // KL(prox || theta) summed over the decisions, and the action tokens they
-  // hold (executed steps x action dimensions), for a KL per token.
-  at::Tensor decision_kl_sum, tokens;
+  // KL(prox || theta) summed over the micro-batch (ProxKlSum), and the
+  // action tokens it holds (executed steps x action dimensions), for a KL
+  // per token.
+  at::Tensor prox_kl_sum, tokens;
   // Set by the learner's anchor (else zero): k3 of KL(theta || reference),
   // summed over executed steps and decisions.
   at::Tensor ref_kl_sum;
@@ -75,6 +76,16 @@ struct PpoLossTerms {
 
 PpoLossTerms DecoupledPpoLoss(const PpoLossInput& in,
                               const PpoLossOptions& options);
+
+// The k3 estimate of KL(prox || theta), summed over a micro-batch, in the
+// units the clip uses: with `per_step` one estimate per executed chunk step
+// (a step's log-ratio summed over its action dimensions, as its ratio is),
+// else one per decision (the log-ratio summed over its executed steps).
+// `log_probs` and `prox_log_probs` are [B, K], 0 where `mask` is 0; the sum
+// is detached. Divided by the action tokens, it is rl.kl_stop's figure.
+at::Tensor ProxKlSum(const at::Tensor& log_probs,
+                     const at::Tensor& prox_log_probs, const at::Tensor& mask,
+                     bool per_step);
 
 }  // namespace rlvla3
 

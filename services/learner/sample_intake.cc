@@ -1,6 +1,7 @@
 #include "services/learner/sample_intake.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "services/learner/advantages.h"
@@ -12,7 +13,8 @@ SampleIntake::SampleIntake(const SampleIntakeOptions& options,
     : options_(options),
       bootstrap_(std::move(bootstrap)),
       lost_after_(options.lost_versions_after),
-      lost_before_(options.lost_versions_before) {}
+      lost_before_(options.lost_versions_before),
+      draw_rng_(options.seed) {}
 
 void SampleIntake::LoseVersions(uint64_t after, uint64_t before) {
   lost_after_ = after;
@@ -169,12 +171,29 @@ bool SampleIntake::PastBound(uint64_t version, uint64_t sample_version) const {
 void SampleIntake::ExpireReady(uint64_t version) {
   // Samples admitted within the bound wait past it when more arrived than a
   // global batch trains: they are dropped, never trained at a larger lag.
-  // A GRPO episode goes whole (its unit with it), a PPO sample alone.
+  // A PPO sample goes alone. A GRPO episode's advantage was normalised over
+  // its whole group, so a group with one episode past the bound goes whole
+  // (every member, its units with it): survivors would no longer sum to 0.
+  stale_groups_.clear();
+  if (options_.grpo) {
+    for (const SampleRef& r : ready_) {
+      if (r.seg == nullptr) continue;
+      const RolloutSegment* s = r.seg->rollout;
+      if (PastBound(version, s->min_version()) &&
+          std::find(stale_groups_.begin(), stale_groups_.end(), s->group) ==
+              stale_groups_.end()) {
+        stale_groups_.push_back(s->group);
+      }
+    }
+  }
   auto stale = [&](const SampleRef& r) {
     if (r.seg == nullptr) return false;  // an uninformative unit: no samples
     const RolloutSegment* s = r.seg->rollout;
-    return PastBound(version,
-                     options_.grpo ? s->min_version() : s->versions[r.t]);
+    if (options_.grpo) {
+      return std::find(stale_groups_.begin(), stale_groups_.end(), s->group) !=
+             stale_groups_.end();
+    }
+    return PastBound(version, s->versions[r.t]);
   };
   auto keep =
       std::stable_partition(ready_.begin(), ready_.end(),
@@ -232,21 +251,44 @@ void SampleIntake::AddGrpo(RolloutSegment* seg) {
     return;
   }
   ++groups_informative_;
-  const std::vector<float> adv = GroupNormalizedAdvantages(returns);
+  const std::vector<float> adv = GroupNormalizedAdvantages(
+      returns, 1e-6f, static_cast<float>(options_.grpo_std_floor));
   for (size_t i = 0; i < group.size(); ++i) {
     TrainSegment* s = group[i];
     const int n = s->rollout->n;
-    const float weight = 1.0f / (static_cast<float>(n) *
-                                 static_cast<float>(options_.global_units));
-    s->unconsumed = n;
     for (int t = 0; t < n; ++t) {
       s->advantages[t] = adv[i];
       s->returns[t] = 0.0f;
-      ready_.push_back({s, t, weight, t == n - 1});
+    }
+    DrawDecisions(n);
+    const int k = static_cast<int>(drawn_.size());
+    const float weight = 1.0f / (static_cast<float>(k) *
+                                 static_cast<float>(options_.global_units));
+    s->unconsumed = k;
+    for (int j = 0; j < k; ++j) {
+      ready_.push_back({s, drawn_[j], weight, j == k - 1});
     }
     ++ready_unit_count_;
   }
   groups_.erase(seg->group);
+}
+
+void SampleIntake::DrawDecisions(int n) {
+  drawn_.resize(static_cast<size_t>(n));
+  for (int t = 0; t < n; ++t) drawn_[t] = t;
+  int k = static_cast<int>(
+      std::ceil(options_.train_decisions * static_cast<double>(n) - 1e-9));
+  if (options_.max_train_decisions > 0)
+    k = std::min(k, options_.max_train_decisions);
+  k = std::clamp(k, std::min(n, 1), n);
+  if (k == n) return;
+  // A partial Fisher-Yates shuffle: the first k are a uniform draw.
+  for (int j = 0; j < k; ++j) {
+    std::uniform_int_distribution<int> pick(j, n - 1);
+    std::swap(drawn_[j], drawn_[pick(draw_rng_)]);
+  }
+  drawn_.resize(static_cast<size_t>(k));
+  std::sort(drawn_.begin(), drawn_.end());
 }
 
 SampleIntake::MicroBatch SampleIntake::TakeMicroBatch(int max_samples,

@@ -28,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,16 @@ struct SampleIntakeOptions {
   int64_t global_units = 128;  // samples (PPO) or episodes (GRPO) per batch
   int64_t max_policy_lag = 1;  // older samples are dropped
   int grpo_group_size = 4;
+  // GRPO: of an episode's n decisions, k = ceil(train_decisions x n), at
+  // most max_train_decisions (0: no cap), are trained, drawn at random
+  // (seeded by `seed`), each weighted 1 / k: the advantage is the episode's,
+  // so the mean over the drawn ones is an unbiased estimate of the mean over
+  // all, at k / n of the learner's work.
+  double train_decisions = 1.0;
+  int max_train_decisions = 0;
+  uint64_t seed = 0;
+  // GRPO: the group's return std is taken as at least this (advantages.h).
+  double grpo_std_floor = 0.0;
   // Versions published and lost with a killed learner (strictly between).
   uint64_t lost_versions_after = 0, lost_versions_before = 0;
 };
@@ -89,8 +100,10 @@ class SampleIntake {
   void LoseVersions(uint64_t after, uint64_t before);
   // The learner moved to `version`: drops waiting GRPO groups whose oldest
   // member is past the lag bound, and ready samples now past it (a PPO
-  // sample by its own version, a GRPO episode whole by its oldest), so no
-  // sample is ever trained at a lag above the bound.
+  // sample by its own version; a GRPO group whole, every member, once one
+  // episode is past it by its oldest sample, as its advantages were
+  // normalised over all of them), so no sample is ever trained at a lag
+  // above the bound.
   void Expire(uint64_t version);
   // Segments whose samples are all trained (or that were dropped).
   std::vector<RolloutSegment*> TakeConsumed();
@@ -120,6 +133,8 @@ class SampleIntake {
   void AddPpo(const std::vector<RolloutSegment*>& segs);
   void UpdateAdvantageMoments(const std::vector<TrainSegment*>& segs);
   void AddGrpo(RolloutSegment* seg);
+  // The decisions of an n-decision episode to train, in order, into drawn_.
+  void DrawDecisions(int n);
   void DropGroupMember(RolloutSegment* seg);
   void ExpireWaitingGroups(uint64_t version);
   void ExpireReady(uint64_t version);
@@ -146,6 +161,9 @@ class SampleIntake {
   std::vector<TrainSegment*> added_;
   std::vector<SampleRef> boot_;
   std::vector<float> boot_values_;
+  std::vector<uint64_t> stale_groups_;  // ExpireReady's, reused
+  std::mt19937_64 draw_rng_;            // the decisions trained
+  std::vector<int> drawn_;              // AddGrpo's, reused
 };
 
 }  // namespace rlvla3

@@ -25,6 +25,7 @@ inline EnvOptions EnvOptionsFromConfig(const Config& c) {
   o.image_height = static_cast<int>(c.env.image_height);
   o.cameras = EnvCameras(c.env);
   o.shaped_reward = c.env.shaped_reward;
+  o.progress_reward = c.env.progress_reward;
   o.max_episode_steps = static_cast<int>(c.env.max_episode_steps);
   // One of kRenderBackendNames (a config choice).
   o.render_backend = kRenderBackendNames.Parse(c.env.render_backend)

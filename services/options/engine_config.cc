@@ -53,6 +53,9 @@ LearnerOptions LearnerOptionsFromConfig(const RlConfig& rl) {
   lo.critic_warmup_steps = rl.critic_warmup_steps;
   lo.target_kl = rl.target_kl;
   lo.kl_stop = rl.kl_stop;
+  lo.train_decisions = rl.train_decisions;
+  lo.max_train_decisions = static_cast<int>(rl.max_train_decisions);
+  lo.grpo_std_floor = rl.grpo_std_floor;
   lo.lr_min = rl.lr_min;
   lo.lr_max = rl.lr_max;
   lo.lr_adapt_factor = rl.lr_adapt_factor;

@@ -17,6 +17,7 @@ absl::StatusOr<std::vector<TaskSpec>> SftTasks(const Config& c) {
 EvalOptions EvalOptionsFromConfig(const Config& c) {
   EvalOptions o;
   o.env = EnvOptionsFromConfig(c);
+  o.env.progress_reward = 0;  // success is what is counted
   o.seed = static_cast<uint64_t>(c.run.seed);
   o.max_text_len = c.policy.max_text_len;
   o.execute_steps = c.sft.execute_steps;
@@ -26,6 +27,7 @@ EvalOptions EvalOptionsFromConfig(const Config& c) {
 DemoOptions DemoOptionsFromConfig(const Config& c) {
   DemoOptions o;
   o.env = EnvOptionsFromConfig(c);
+  o.env.progress_reward = 0;  // the experts' demos need no reward
   o.env.init_first = static_cast<int>(c.sft.init_state_first);
   o.env.init_count = static_cast<int>(c.sft.init_states);
   o.num_envs = c.env.num_envs;

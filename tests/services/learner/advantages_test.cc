@@ -64,6 +64,18 @@ TEST(Grpo, GroupNormalisedSuccess) {
   EXPECT_NEAR(b[1], -0.25f / 0.4330127f, 1e-4);
 }
 
+// Returns a hair apart (graded outcomes of failures) are not scaled up to
+// full-size advantages past the floor; 0/1 success is above it.
+TEST(Grpo, AStdFloorKeepsSmallDifferencesSmall) {
+  const std::vector<float> near =
+      GroupNormalizedAdvantages({0.01f, 0, 0, 0}, 1e-6f, /*std_floor=*/0.1f);
+  EXPECT_NEAR(near[0], 0.0075f / 0.1f, 1e-4);
+  EXPECT_GT(GroupNormalizedAdvantages({0.01f, 0, 0, 0})[0], 1.5f);
+  const std::vector<float> b =
+      GroupNormalizedAdvantages({1, 0, 0, 0}, 1e-6f, 0.1f);
+  EXPECT_NEAR(b[0], 0.75f / 0.4330127f, 1e-4);  // unchanged
+}
+
 TEST(Grpo, UniformGroupHasNoSignal) {
   for (float v : GroupNormalizedAdvantages({1, 1, 1})) EXPECT_EQ(v, 0.0f);
   for (float v : GroupNormalizedAdvantages({0, 0})) EXPECT_EQ(v, 0.0f);

@@ -59,7 +59,8 @@ TEST(KlAdaptiveLr, TheProbeIsTheLargestMicroBatch) {
 
 // A minibatch whose KL(prox || theta) per token exceeds kl_stop is not
 // stepped and ends the update: the first minibatch (ratio 1, KL 0) steps,
-// the second, after a large step, stops. Without kl_stop every epoch runs.
+// the second, after a large step, stops, read from its forward before its
+// backward is paid for (issue 59). Without kl_stop every epoch runs.
 TEST_F(LearnerTest, KlStopEndsTheUpdateAtTheFirstMinibatchOverIt) {
   options_.ppo_epochs = 4;
   options_.minibatches = 2;
@@ -81,11 +82,13 @@ TEST_F(LearnerTest, KlStopEndsTheUpdateAtTheFirstMinibatchOverIt) {
     if (stop == 0) {
       EXPECT_FALSE(st.kl_stopped);
       EXPECT_EQ(st.optimizer_steps, 8);
+      EXPECT_EQ(st.backward_passes, 8);  // 4 samples per minibatch, 4 per mb
       ASSERT_EQ(st.epoch_token_kl.size(), 4u);
       EXPECT_GT(st.epoch_token_kl[3], 1e-9);
     } else {
       EXPECT_TRUE(st.kl_stopped);
       EXPECT_EQ(st.optimizer_steps, 1);
+      EXPECT_EQ(st.backward_passes, 1);  // the stopped one ran no backward
       ASSERT_EQ(st.epoch_token_kl.size(), 1u);
     }
     EXPECT_GT(st.token_kl, 0.0);

@@ -218,5 +218,20 @@ TEST(PpoLoss, ClipHigherWidensOnlyTheUpperSide) {
       DecoupledPpoLoss(Input(-0.25f, 0, 0, -1.0f), o).clipped.item<float>(), 1);
 }
 
+// rl.kl_stop's KL in the clip's units: per executed chunk step when the clip
+// is per step. Steps that moved +0.3 and -0.3 nats cancel in the decision's
+// summed log-ratio (k3 0) but not step by step; an unexecuted step counts
+// nothing (issue 59).
+TEST(PpoLoss, TheProxKlIsTakenInTheClipsUnits) {
+  const at::Tensor mask = torch::tensor({{1.0f, 1.0f, 0.0f}});
+  const at::Tensor prox = torch::tensor({{-1.0f, -1.0f, 0.0f}});
+  const at::Tensor logp = torch::tensor({{-0.7f, -1.3f, 0.0f}});
+  const double k3 = std::exp(0.3) - 1 - 0.3, k3m = std::exp(-0.3) - 1 + 0.3;
+  EXPECT_NEAR(ProxKlSum(logp, prox, mask, /*per_step=*/true).item<double>(),
+              k3 + k3m, 1e-6);
+  EXPECT_NEAR(ProxKlSum(logp, prox, mask, /*per_step=*/false).item<double>(),
+              0.0, 1e-6);
+}
+
 }  // namespace
 }  // namespace rlvla3

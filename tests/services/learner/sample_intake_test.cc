@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <set>
+#include <tuple>
 #include <vector>
 
 namespace rlvla3 {
@@ -191,6 +193,78 @@ TEST(SampleIntake, AUniformGrpoGroupCountsTowardsTheBatchWithNothingToTrain) {
   EXPECT_EQ(informative, 1);
   EXPECT_GT(intake.AdvantageOf(&c, 0), 0.0f);
   EXPECT_LT(intake.AdvantageOf(&d, 0), 0.0f);
+}
+
+// A GRPO group's advantages are normalised over all its episodes, so when
+// one member waits past the lag bound the whole group goes, its fresher
+// members too: survivors trained alone would not sum to zero (issue 59).
+TEST(SampleIntake, AGroupWithAMemberPastTheBoundIsDroppedWhole) {
+  Bootstrap boot;
+  SampleIntakeOptions o = Ppo();  // max_policy_lag 1
+  o.grpo = true;
+  o.grpo_group_size = 2;
+  SampleIntake intake(o, boot.Fn());
+  RolloutSegment a(Shape()), b(Shape()), c(Shape()), d(Shape());
+  Fill(&a, 2, 4);
+  Fill(&b, 2, 5);
+  Fill(&c, 2, 5);
+  Fill(&d, 2, 5);
+  a.group = b.group = 1;
+  c.group = d.group = 2;
+  a.episode_return = c.episode_return = 1.0f;  // both groups informative
+  intake.Add({&a, &b, &c, &d}, 5);             // lags 1 and 0: admitted
+  EXPECT_EQ(intake.ready_units(), 4);
+  intake.Expire(6);  // a is at lag 2: group 1 goes, b with it
+  EXPECT_EQ(intake.dropped_samples(), 4);
+  EXPECT_EQ(intake.aged_out_samples(), 4);
+  EXPECT_EQ(intake.ready_units(), 2);
+  EXPECT_EQ(intake.TakeConsumed(), (std::vector<RolloutSegment*>{&a, &b}));
+  SampleIntake::MicroBatch mb = intake.TakeMicroBatch(32, 100);
+  ASSERT_EQ(mb.samples.size(), 4u);
+  float sum = 0;
+  for (const SampleIntake::SampleRef& r : mb.samples) {
+    EXPECT_EQ(r.seg->rollout->group, 2u);
+    sum += intake.AdvantageOf(r.seg->rollout, r.t);
+  }
+  EXPECT_NEAR(sum, 0.0f, 1e-5);
+}
+
+// GRPO trains a random share of each episode's decisions (and at most a
+// cap), each weighted 1 / the drawn count so an episode's weight is the same
+// whatever share is trained; the episode goes back once those are trained.
+TEST(SampleIntake, AShareOfEachEpisodesDecisionsIsTrained) {
+  for (const auto& [share, cap, want] :
+       {std::tuple<double, int, int>{0.5, 0, 2}, {1.0, 1, 1}, {1.0, 0, 4}}) {
+    Bootstrap boot;
+    SampleIntakeOptions o = Ppo();
+    o.grpo = true;
+    o.grpo_group_size = 2;
+    o.train_decisions = share;
+    o.max_train_decisions = cap;
+    SampleIntake intake(o, boot.Fn());
+    RolloutSegment a(Shape()), b(Shape());
+    Fill(&a, 4, 0);
+    Fill(&b, 4, 0);
+    a.group = b.group = 1;
+    a.episode_return = 1.0f;
+    intake.Add({&a, &b}, 0);
+    EXPECT_EQ(intake.ready_samples(), 2 * want);
+    EXPECT_EQ(intake.ready_units(), 2);
+    SampleIntake::MicroBatch mb = intake.TakeMicroBatch(32, 100);
+    ASSERT_EQ(mb.samples.size(), static_cast<size_t>(2 * want));
+    EXPECT_EQ(mb.units, 2);
+    float weight_a = 0;
+    std::set<int> drawn_a;
+    for (const SampleIntake::SampleRef& r : mb.samples) {
+      if (r.seg->rollout != &a) continue;
+      weight_a += r.weight;
+      drawn_a.insert(r.t);
+    }
+    EXPECT_EQ(drawn_a.size(), static_cast<size_t>(want));  // distinct
+    EXPECT_NEAR(weight_a, 1.0f / 8, 1e-6);  // one episode of 8 units
+    intake.Trained(mb.samples);
+    EXPECT_EQ(intake.TakeConsumed().size(), 2u);
+  }
 }
 
 }  // namespace
