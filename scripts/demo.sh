@@ -32,13 +32,14 @@ $BIN train --config configs/libero_demo.yaml --set run.out_dir="$OUT" \
   --init-checkpoint "$OUT/sft/checkpoint" "$@" \
   | tee "$OUT/train.txt"
 
-# Greedy success before and after RL on the same held-out initial states
-# (eval's default: the first states after the ones training draws from).
-EVAL=${RLVLA3_DEMO_EVAL:-60}
-echo "== [4/4] held-out evaluation: SFT and RL checkpoints, greedy, on the same $EVAL initial states"
+# Greedy success before and after RL on the same held-out initial states:
+# the test range (from 200,000), at 3.6x the experts' median length.
+EVAL=${RLVLA3_DEMO_EVAL:-200}
+echo "== [4/4] held-out evaluation: SFT and RL checkpoints, greedy, on the same $EVAL test-range initial states"
 for ck in sft/checkpoint train/checkpoints/final; do
   $BIN eval --config configs/libero_demo.yaml --checkpoint "$OUT/$ck" \
-    --episodes "$EVAL" --outcomes "$OUT/${ck%%/*}.outcomes" \
+    --range test --episodes "$EVAL" --outcomes "$OUT/${ck%%/*}.outcomes" \
+    --set env.horizon_factor=3.6 \
     --set metrics.progress=off > "$OUT/${ck%%/*}_eval.txt" \
     2>"$OUT/${ck%%/*}_eval.err" || { cat "$OUT/${ck%%/*}_eval.err" >&2; exit 2; }
 done
@@ -49,6 +50,6 @@ grep -E "^self-check" "$OUT/selfcheck.txt"
 grep -E "^mean success" "$OUT/sft.txt" | sed 's/^/SFT warm start (greedy eval): /'
 grep -E "run: |^learner:|^policy lag|^rolling success|^success by start" "$OUT/train.txt" |
   sed 's/^/RL (sampled actions): /'
-echo "greedy success on $EVAL held-out initial states, before and after RL:"
+echo "greedy success on $EVAL held-out (test-range) initial states, before and after RL:"
 python3 scripts/paired_mcnemar.py "$OUT/sft.outcomes" "$OUT/train.outcomes"
 echo "report: $OUT/train/report.html (open it in a browser)"
