@@ -118,6 +118,14 @@ TEST(Cli, RenderWritesBothCamerasAndRejectsBadFlags) {
   // A temperature means nothing to greedy actions: refused, not ignored.
   EXPECT_EQ(
       RunCli("eval --checkpoint /nonexistent --temperature 0.6").exit_code, 2);
+  // A range that is not named, one with a first state of its own, or more
+  // episodes than it holds: refused, naming the flag.
+  for (const std::string r : {"--range train", "--range test --first-init 5",
+                              "--range validation --episodes 551"}) {
+    Result bad = RunCli("eval --checkpoint /nonexistent " + r);
+    EXPECT_EQ(bad.exit_code, 2) << r;
+    EXPECT_NE(bad.output.find("--range"), std::string::npos) << bad.output;
+  }
 }
 
 // `bench --env-workers`: the env stage alone at each worker count, a row
