@@ -9,10 +9,15 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "envs/mujoco_handles.h"
+#include "runtime/text_file.h"
 #include "yaml-cpp/yaml.h"
 
 namespace rlvla3 {
 namespace {
+
+// A task file or the MJCF it names larger than this is not one (the
+// built-in scenes are ~10 KB).
+constexpr uint64_t kMaxTaskFileBytes = uint64_t{16} << 20;
 
 absl::Status Bad(const std::string& file, const std::string& key,
                  const std::string& why) {
@@ -51,6 +56,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 // The children of <worldbody> in a user's MJCF file, after checking that the
 // file compiles on its own (so MuJoCo names the problem and the file).
 absl::StatusOr<std::string> WorldbodyOf(const std::string& path) {
+  // A folder or a device (/dev/zero) is refused before MuJoCo reads it.
+  if (absl::Status s = CheckRegularFile(path, kMaxTaskFileBytes); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<MjModelPtr> alone = LoadModelFromFile(path);
   if (!alone.ok()) return alone.status();
   absl::StatusOr<std::string> text = ReadFile(path);
@@ -68,6 +77,9 @@ absl::StatusOr<std::string> WorldbodyOf(const std::string& path) {
 // The top-level mapping of the task file at `path`; errors name the file, and
 // the line and column of bad YAML.
 absl::StatusOr<YAML::Node> LoadTaskYaml(const std::string& path) {
+  if (absl::Status s = CheckRegularFile(path, kMaxTaskFileBytes); !s.ok()) {
+    return s;
+  }
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);

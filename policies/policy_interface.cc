@@ -21,6 +21,10 @@ constexpr int64_t kMaxActionSize = 64;
 constexpr int64_t kMaxBins = 65536;
 constexpr int64_t kMaxChunk = 64;
 constexpr int64_t kMaxTextLen = 4096;
+// A declared action range: ends within +-kMaxMagnitude, at least kMinWidth
+// wide (a float32 action carries both; 1e308 or a 5e-324 width it does not).
+constexpr double kMaxMagnitude = 1e6;
+constexpr double kMinWidth = 1e-6;
 
 absl::Status Bad(const std::string& origin, const std::string& field,
                  const std::string& why) {
@@ -60,6 +64,40 @@ const char* TokenizerName(InstructionKind k) {
   return "words";
 }
 
+// A declared integer: a JSON integer within int64 (64.9, 1e300 and "8" are
+// refused, never truncated).
+absl::StatusOr<int64_t> Integer(const json& v, const std::string& origin,
+                                const std::string& field) {
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() &&
+       v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))) {
+    return Bad(origin, field, absl::StrCat(v.dump(), " (an integer)"));
+  }
+  return v.get<int64_t>();
+}
+
+// A declared real number: a JSON number whose magnitude a float32 action
+// carries with room to spare (at most kMaxMagnitude).
+absl::StatusOr<double> Real(const json& v, const std::string& origin,
+                            const std::string& field) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()) ||
+      std::abs(v.get<double>()) > kMaxMagnitude) {
+    return Bad(origin, field,
+               absl::StrCat(v.dump(), " (a number of magnitude at most ",
+                            kMaxMagnitude, ")"));
+  }
+  return v.get<double>();
+}
+
+absl::StatusOr<int64_t> Convert(const json& v, const std::string& origin,
+                                const std::string& field, int64_t*) {
+  return Integer(v, origin, field);
+}
+absl::StatusOr<double> Convert(const json& v, const std::string& origin,
+                               const std::string& field, double*) {
+  return Real(v, origin, field);
+}
+
 // `key` of `action` as `size` values: one number for all, or a list of size.
 // Without the key: `fallback` for every dimension, or an error if none.
 template <typename T>
@@ -72,14 +110,25 @@ absl::StatusOr<std::vector<T>> PerDimension(
     return std::vector<T>(static_cast<size_t>(size), *fallback);
   }
   const json& v = action.at(key);
-  if (v.is_number())
-    return std::vector<T>(static_cast<size_t>(size), v.get<T>());
+  if (v.is_number()) {
+    absl::StatusOr<T> one = Convert(v, origin, field, static_cast<T*>(nullptr));
+    if (!one.ok()) return one.status();
+    return std::vector<T>(static_cast<size_t>(size), *one);
+  }
   if (!v.is_array()) return Bad(origin, field, "a number or a list");
   if (static_cast<int64_t>(v.size()) != size) {
     return Bad(origin, field,
                absl::StrCat(v.size(), " values for action.size ", size));
   }
-  return v.get<std::vector<T>>();
+  std::vector<T> out;
+  for (size_t d = 0; d < v.size(); ++d) {
+    absl::StatusOr<T> one =
+        Convert(v[d], origin, absl::StrCat(field, "[", d, "]"),
+                static_cast<T*>(nullptr));
+    if (!one.ok()) return one.status();
+    out.push_back(*one);
+  }
+  return out;
 }
 
 absl::Status ParseAction(const json& a, const std::string& origin,
@@ -93,7 +142,9 @@ absl::Status ParseAction(const json& a, const std::string& origin,
     return Bad(origin, "action.kind",
                absl::StrCat("\"", kind, "\" (bins or gaussian)"));
   }
-  out->size = a.at("size").get<int64_t>();
+  absl::StatusOr<int64_t> size = Integer(a.at("size"), origin, "action.size");
+  if (!size.ok()) return size.status();
+  out->size = *size;
   if (absl::Status s =
           InRange(origin, "action.size", out->size, 1, kMaxActionSize);
       !s.ok()) {
@@ -129,7 +180,13 @@ absl::Status ParseInstruction(const json& i, const std::string& origin,
     return Bad(origin, "instruction.tokenizer",
                absl::StrCat("\"", t, "\" (words, bytes or sentencepiece)"));
   }
-  out->max_len = i.value("max_len", int64_t{16});
+  out->max_len = 16;
+  if (i.contains("max_len")) {
+    absl::StatusOr<int64_t> n =
+        Integer(i.at("max_len"), origin, "instruction.max_len");
+    if (!n.ok()) return n.status();
+    out->max_len = *n;
+  }
   out->model = i.value("model", std::string());
   return absl::OkStatus();
 }
@@ -163,11 +220,16 @@ absl::Status ValidateActionSpace(const ActionSpace& a,
                    absl::StrCat(a.bins[d], " (at most ", kMaxBins, ")"));
       }
     }
-    if (!std::isfinite(a.low[d]) || !std::isfinite(a.high[d]) ||
-        !(a.low[d] < a.high[d])) {
+    // The range maps to [-1, 1] in float32 (2 (a - low) / (high - low) - 1):
+    // both ends and the width must be numbers float32 carries.
+    const double lo = a.low[d], hi = a.high[d];
+    if (!std::isfinite(lo) || !std::isfinite(hi) ||
+        std::abs(lo) > kMaxMagnitude || std::abs(hi) > kMaxMagnitude ||
+        !(hi - lo >= kMinWidth)) {
       return Bad(origin, absl::StrCat("action.low/high[", d, "]"),
-                 absl::StrCat("[", a.low[d], ", ", a.high[d],
-                              "] (finite, low < high)"));
+                 absl::StrCat("[", lo, ", ", hi,
+                              "] (finite, magnitudes at most ", kMaxMagnitude,
+                              ", high - low at least ", kMinWidth, ")"));
     }
   }
   return absl::OkStatus();
@@ -225,8 +287,14 @@ absl::Status ValidatePolicyInterface(const PolicyInterface& p,
 
 absl::StatusOr<PolicyInterface> ParsePolicyInterface(
     const std::string& text, const std::string& origin) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {  // NaN, 1e400, a cut file: where
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": not JSON: ", e.what()));
+  }
+  if (!j.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(origin, ": not a JSON object"));
   }
@@ -237,17 +305,32 @@ absl::StatusOr<PolicyInterface> ParsePolicyInterface(
                  absl::StrCat("not ", kPolicyInterfaceFormat));
     }
     p.cameras.clear();
-    for (const json& c : j.at("cameras")) {
-      p.cameras.push_back({c.at("name").get<std::string>(),
-                           c.at("height").get<int64_t>(),
-                           c.at("width").get<int64_t>()});
+    const json& cameras = j.at("cameras");
+    if (!cameras.is_array()) return Bad(origin, "cameras", "a list");
+    if (cameras.size() > kMaxCameras) {  // before any is read
+      return Bad(origin, "cameras",
+                 absl::StrCat(cameras.size(), " (1 to ", kMaxCameras, ")"));
     }
-    p.proprio = j.at("proprio").get<int64_t>();
+    for (const json& c : cameras) {
+      const std::string at = absl::StrCat("cameras[", p.cameras.size(), "]");
+      absl::StatusOr<int64_t> h =
+          Integer(c.at("height"), origin, at + ".height");
+      if (!h.ok()) return h.status();
+      absl::StatusOr<int64_t> w = Integer(c.at("width"), origin, at + ".width");
+      if (!w.ok()) return w.status();
+      p.cameras.push_back({c.at("name").get<std::string>(), *h, *w});
+    }
+    absl::StatusOr<int64_t> proprio =
+        Integer(j.at("proprio"), origin, "proprio");
+    if (!proprio.ok()) return proprio.status();
+    p.proprio = *proprio;
     if (absl::Status s = ParseAction(j.at("action"), origin, &p.action);
         !s.ok()) {
       return s;
     }
-    p.chunk = j.at("chunk").get<int64_t>();
+    absl::StatusOr<int64_t> chunk = Integer(j.at("chunk"), origin, "chunk");
+    if (!chunk.ok()) return chunk.status();
+    p.chunk = *chunk;
     if (absl::Status s = ParseInstruction(
             j.value("instruction", json::object()), origin, &p.instruction);
         !s.ok()) {

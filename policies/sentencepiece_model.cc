@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "runtime/text_file.h"
+
 namespace rlvla3 {
 namespace {
 
@@ -57,6 +59,13 @@ SentencePieceModel::~SentencePieceModel() = default;
 
 std::unique_ptr<SentencePieceModel> SentencePieceModel::Load(
     const std::string& path, std::string* error) {
+  // A folder, a device (/dev/zero) or a file past any real model's size is
+  // refused before SentencePiece reads a byte of it.
+  if (absl::Status s = CheckRegularFile(path, kMaxModelBytes); !s.ok()) {
+    *error = path + ": not a SentencePiece model that loads: " +
+             std::string(s.message());
+    return nullptr;
+  }
   auto impl = std::make_unique<Impl>();
   std::string tried;
   for (const std::string& candidate : ModuleCandidates()) {

@@ -22,6 +22,7 @@
 #ifndef RLVLA3_POLICIES_SENTENCEPIECE_MODEL_H_
 #define RLVLA3_POLICIES_SENTENCEPIECE_MODEL_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,9 @@ class SentencePieceModel {
  public:
   // The model at `path`; nullptr with `*error` naming the file and the
   // library's reason when it does not load.
+  // Models larger than this are refused unread (the largest public ones,
+  // multilingual 256k-piece vocabularies, are ~5 MB).
+  static constexpr uintmax_t kMaxModelBytes = uintmax_t{64} << 20;
   static std::unique_ptr<SentencePieceModel> Load(const std::string& path,
                                                   std::string* error);
   ~SentencePieceModel();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -28,15 +29,21 @@ void CopyError(const std::string& what, char* error, size_t error_len) {
 extern "C" {
 
 // A loaded model, or null with `error` set.
+// No exception crosses this C boundary: what SentencePiece or the streams
+// under it throw becomes `error`.
 void* rlvla3_spm_load(const char* path, char* error, size_t error_len) {
   auto* p = new sentencepiece::SentencePieceProcessor();
-  const sentencepiece::util::Status s = p->Load(path);
-  if (!s.ok()) {
+  try {
+    const sentencepiece::util::Status s = p->Load(path);
+    if (s.ok()) return p;
     CopyError(s.ToString(), error, error_len);
-    delete p;
-    return nullptr;
+  } catch (const std::exception& e) {
+    CopyError(e.what(), error, error_len);
+  } catch (...) {
+    CopyError("an unknown exception while loading", error, error_len);
   }
-  return p;
+  delete p;
+  return nullptr;
 }
 
 // The ids of `text` (len bytes): returns how many there are (the first
@@ -44,11 +51,16 @@ void* rlvla3_spm_load(const char* path, char* error, size_t error_len) {
 int rlvla3_spm_encode(void* model, const char* text, size_t len, int* ids,
                       int capacity, char* error, size_t error_len) {
   std::vector<int> out;
-  const sentencepiece::util::Status s =
-      static_cast<sentencepiece::SentencePieceProcessor*>(model)->Encode(
-          std::string(text, len), &out);
-  if (!s.ok()) {
-    CopyError(s.ToString(), error, error_len);
+  try {
+    const sentencepiece::util::Status s =
+        static_cast<sentencepiece::SentencePieceProcessor*>(model)->Encode(
+            std::string(text, len), &out);
+    if (!s.ok()) {
+      CopyError(s.ToString(), error, error_len);
+      return -1;
+    }
+  } catch (const std::exception& e) {
+    CopyError(e.what(), error, error_len);
     return -1;
   }
   for (size_t i = 0; i < out.size() && i < static_cast<size_t>(capacity); ++i) {

@@ -26,6 +26,9 @@ TorchScriptPolicy::~TorchScriptPolicy() = default;
 
 namespace {
 
+// A <stem>.interface.json larger than this is not a declaration.
+constexpr uint64_t kMaxManifestBytes = uint64_t{1} << 20;
+
 // <stem>.interface.json beside <stem>.pt.
 std::string ManifestPath(const std::string& pt) {
   const std::filesystem::path p(pt);
@@ -50,7 +53,8 @@ absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
   const std::string manifest = ManifestPath(path);
   std::error_code ec;
   if (std::filesystem::exists(manifest, ec)) {
-    absl::StatusOr<std::string> text = ReadTextFile(manifest);
+    absl::StatusOr<std::string> text =
+        ReadBoundedFile(manifest, kMaxManifestBytes);
     if (!text.ok()) return text.status();
     absl::StatusOr<PolicyInterface> i = ParsePolicyInterface(*text, manifest);
     if (!i.ok()) return i.status();
@@ -88,8 +92,6 @@ absl::StatusOr<std::optional<PolicyInterface>> DeclarationOf(
   }
   return from_method ? from_method : from_file;
 }
-
-std::string Shape(const at::Tensor& t) { return c10::str(t.sizes()); }
 
 // Camera c of the batch, [B, H, W, 3] contiguous (a module may view it).
 at::Tensor Camera(const PolicyInput& in, int64_t c) {
@@ -168,64 +170,6 @@ absl::Status TorchScriptPolicy::Declare(const PolicyInterface& declared,
   interface_ = declared;
   chunk_ = static_cast<int>(declared.chunk);
   max_text_len_ = declared.instruction.max_len;
-  return absl::OkStatus();
-}
-
-// One blank observation of the declared (or TinyVLA's) shapes through the
-// module: output of another shape is refused here, not in the run.
-absl::Status TorchScriptPolicy::Probe(const std::string& path) {
-  PolicyInput probe;
-  probe.text = torch::zeros({1, 1}, torch::kLong);
-  probe.text_len = torch::ones({1}, torch::kLong);
-  if (!interface_) {
-    probe.images = torch::zeros({1, 2, 8, 8, 3}, torch::kByte);
-    probe.proprio = torch::zeros({1, 8});
-    try {
-      ActResult r = Act(probe, true);
-      if (r.tokens.dim() != 3 || r.tokens.size(2) != 7) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ": act() must return tokens of shape [B, K, 7]"));
-      }
-      chunk_ = static_cast<int>(r.tokens.size(1));
-    } catch (const c10::Error& e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path,
-          ": act() failed on a probe batch: ", e.what_without_backtrace()));
-    }
-    return absl::OkStatus();
-  }
-  std::vector<at::Tensor> images;
-  for (const CameraSpec& c : interface_->cameras) {
-    images.push_back(torch::zeros({1, c.height, c.width, 3}, torch::kByte));
-  }
-  probe.proprio = torch::zeros({1, interface_->proprio});
-  at::Tensor params, values;
-  try {
-    torch::NoGradGuard no_grad;
-    Heads(images, probe, &params, &values);
-  } catch (const c10::Error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path,
-                     ": heads() failed on a blank observation of the "
-                     "declared shapes: ",
-                     e.what_without_backtrace()));
-  }
-  const ActionSpace& a = interface_->action;
-  const std::string want = absl::StrCat(
-      "[1, ", chunk_, ", ", head_->width(), "] (1 observation, chunk ", chunk_,
-      ", ", head_->width(), " per step for ", a.size, " action dimensions)");
-  if (params.dim() != 3 || params.size(0) != 1 || params.size(1) != chunk_ ||
-      params.size(2) != head_->width() || !params.is_floating_point()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": heads() returned params ", Shape(params), " ",
-                     c10::toString(params.scalar_type()),
-                     "; the declaration needs float ", want));
-  }
-  if (values.dim() != 1 || values.size(0) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": heads() returned values ", Shape(values),
-                     "; expected [1] (one per observation)"));
-  }
   return absl::OkStatus();
 }
 

@@ -42,7 +42,7 @@ absl::Status CheckDeviceNames(const Config& c) {
                                        "inference.device", &c.inference.device},
                                    {"learner.device", &c.learner.device}}) {
     if (!ParseDeviceName(*value).has_value()) {
-      return ConfigError{c.origin, key, *value, "cpu, cuda or cuda:N"}
+      return ConfigError{c.OriginOf(key), key, *value, "cpu, cuda or cuda:N"}
           .ToStatus();
     }
   }
@@ -342,7 +342,7 @@ absl::Status CheckCameras(const Config& c) {
   const std::set<std::string> distinct(names.begin(), names.end());
   if (names.empty() || names.size() > static_cast<size_t>(kMaxCameras) ||
       distinct.size() != names.size() || distinct.count("") > 0) {
-    return ConfigError{c.origin, "env.cameras", c.env.cameras,
+    return ConfigError{c.OriginOf("env.cameras"), "env.cameras", c.env.cameras,
                        absl::StrCat("1 to ", kMaxCameras,
                                     " distinct camera names, comma-separated")}
         .ToStatus();
@@ -354,7 +354,7 @@ absl::Status CheckCameras(const Config& c) {
 absl::Status CheckRewardAndDraws(const Config& c) {
   const std::string& origin = c.origin;
   if (c.env.shaped_reward && c.env.progress_reward > 0) {
-    return ConfigError{origin, "env.progress_reward",
+    return ConfigError{c.OriginOf("env.progress_reward"), "env.progress_reward",
                        absl::StrCat(c.env.progress_reward),
                        "0 when env.shaped_reward is true (one reward at a "
                        "time)"}
@@ -392,28 +392,33 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
   const std::string origin = path.empty() ? "--set" : path;
   c.origin = origin;
   c.given = schema.assigned();
+  for (const std::string& o : overrides) {
+    c.overridden.insert(std::string(absl::StripAsciiWhitespace(
+        absl::string_view(o).substr(0, o.find('=')))));
+  }
   if (absl::Status s = CheckDeviceNames(c); !s.ok()) return s;
   if (c.batcher.max_batch > c.queues.request.capacity) {
-    return ConfigError{origin, "batcher.max_batch",
+    return ConfigError{c.OriginOf("batcher.max_batch"), "batcher.max_batch",
                        absl::StrCat(c.batcher.max_batch),
                        absl::StrCat("at most queues.request.capacity (",
                                     c.queues.request.capacity, ")")}
         .ToStatus();
   }
   if (c.policy.kind == "torchscript" && c.policy.path.empty()) {
-    return ConfigError{origin, "policy.path", "\"\"",
+    return ConfigError{c.OriginOf("policy.path"), "policy.path", "\"\"",
                        "a TorchScript module (.pt) when policy.kind is "
                        "torchscript"}
         .ToStatus();
   }
   if (absl::StatusOr<FaultPlan> p = ParseFaultPlan(c.env.faults); !p.ok()) {
     return ConfigError{
-        origin, "env.faults", c.env.faults,
+        c.OriginOf("env.faults"), "env.faults", c.env.faults,
         absl::StrCat("comma-separated KIND@ENV:STEP; ", p.status().message())}
         .ToStatus();
   }
   if (c.run.mode == "sync" && c.cluster.inference_servers != 1) {
-    return ConfigError{origin, "cluster.inference_servers",
+    return ConfigError{c.OriginOf("cluster.inference_servers"),
+                       "cluster.inference_servers",
                        absl::StrCat(c.cluster.inference_servers),
                        "1 when run.mode is sync (the sync barrier waits at "
                        "one inference server for every env)"}
@@ -421,20 +426,22 @@ absl::StatusOr<Config> LoadConfig(const std::string& path,
   }
   if (c.cluster.learner_backend == "nccl" &&
       !ParseDeviceName(c.learner.device)->cuda) {
-    return ConfigError{origin, "learner.device", c.learner.device,
+    return ConfigError{c.OriginOf("learner.device"), "learner.device",
+                       c.learner.device,
                        "cuda or cuda:N when cluster.learner_backend is nccl "
                        "(NCCL reduces GPU tensors)"}
         .ToStatus();
   }
   if (c.rl.resume.empty()) {
-    return ConfigError{origin, "rl.resume", "",
+    return ConfigError{c.OriginOf("rl.resume"), "rl.resume", "",
                        "auto, never or a checkpoint folder"}
         .ToStatus();
   }
   if (absl::Status s = CheckCameras(c); !s.ok()) return s;
   if (absl::Status s = CheckRewardAndDraws(c); !s.ok()) return s;
   if (c.rl.algorithm == "grpo" && c.env.num_envs % c.rl.grpo_group_size != 0) {
-    return ConfigError{origin, "env.num_envs", absl::StrCat(c.env.num_envs),
+    return ConfigError{c.OriginOf("env.num_envs"), "env.num_envs",
+                       absl::StrCat(c.env.num_envs),
                        absl::StrCat("a multiple of rl.grpo_group_size (",
                                     c.rl.grpo_group_size, ")")}
         .ToStatus();

@@ -314,6 +314,14 @@ struct Config {
   // The keys the file or an override gave (the rest are defaults): what a
   // checkpoint's recorded values may fill in. Not a key.
   std::set<std::string> given;
+  // The keys given with --set (they win over the file). Not a key.
+  std::set<std::string> overridden;
+
+  // Where `key`'s value came from, for an error found after loading: "--set"
+  // for a key given on the command line, else the file (`origin`).
+  std::string OriginOf(const std::string& key) const {
+    return overridden.count(key) > 0 ? "--set" : origin;
+  }
 };
 
 // Binds every field of `*c` into `*schema` (keys, ranges, help texts).

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -24,6 +25,34 @@ absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+absl::Status CheckRegularFile(const std::string& path, uint64_t max_bytes) {
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
+  }
+  if (!std::filesystem::is_regular_file(st)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file"));
+  }
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": size unreadable: ", ec.message()));
+  }
+  if (size > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": ", size, " bytes (at most ", max_bytes, " for this file)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path,
+                                            uint64_t max_bytes) {
+  if (absl::Status s = CheckRegularFile(path, max_bytes); !s.ok()) return s;
+  return ReadTextFile(path);
 }
 
 absl::Status WriteTextFile(const std::string& path, const std::string& text) {

@@ -9,6 +9,7 @@
 //   return StreamStatus(out, path);  // for files written piece by piece
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -22,6 +23,15 @@ absl::Status StreamStatus(const std::ostream& out, const std::string& path);
 
 // The whole file at `path`; NOT_FOUND naming it and errno's reason.
 absl::StatusOr<std::string> ReadTextFile(const std::string& path);
+
+// OK if `path` is a regular file (after links) of at most `max_bytes`;
+// INVALID_ARGUMENT naming it otherwise (a folder, a device such as
+// /dev/zero, a file too large to be what it claims), before a byte is read.
+absl::Status CheckRegularFile(const std::string& path, uint64_t max_bytes);
+
+// The whole file at `path`, checked first as CheckRegularFile.
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path,
+                                            uint64_t max_bytes);
 
 // Writes `text` to `path`, replacing it, and flushes it.
 absl::Status WriteTextFile(const std::string& path, const std::string& text);

@@ -150,7 +150,7 @@ class Binary:
         """'' if `rl-vla3 config ARGS` loads, else the binary's message."""
         key = tuple(args)
         if key not in self.loaded:
-            rc, _, err = run(self.path, ["config"] + args)
+            rc, _, err = run(self.path, ["config", "--keys-only"] + args)
             lines = err.strip().splitlines() or ["exit %d" % rc]
             self.loaded[key] = "" if rc == 0 else lines[-1]
         return self.loaded[key]

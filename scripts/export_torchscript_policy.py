@@ -80,8 +80,9 @@ class DeclaredPolicy(nn.Module):
     """A policy of any declared shape: one small conv encoder per camera."""
 
     def __init__(self, interface: dict, vocab: int = 64, width: int = 64,
-                 out_width: int = -1, out_chunk: int = -1):
+                 out_width: int = -1, out_chunk: int = -1, raise_in_heads: bool = False):
         super().__init__()
+        self.raise_in_heads = raise_in_heads
         action = interface["action"]
         size = int(action["size"])
         if action.get("kind", "bins") == "gaussian":
@@ -110,6 +111,8 @@ class DeclaredPolicy(nn.Module):
     @torch.jit.export
     def heads(self, images: List[torch.Tensor], proprio: torch.Tensor, text: torch.Tensor,
               text_len: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.raise_in_heads:
+            raise RuntimeError("this policy refuses every observation")
         features: List[torch.Tensor] = []
         for i, encoder in enumerate(self.encoders):
             features.append(encoder(images[i].permute(0, 3, 1, 2).float() / 255.0))
@@ -148,7 +151,8 @@ class Undeclared(nn.Module):
 def export_declared(args: argparse.Namespace) -> None:
     interface = json.loads(args.declare)
     policy: nn.Module = DeclaredPolicy(interface, out_width=args.out_width,
-                                       out_chunk=args.out_chunk)
+                                       out_chunk=args.out_chunk,
+                                       raise_in_heads=args.raise_in_heads)
     if args.manifest:
         policy = Undeclared(policy)
         stem = os.path.splitext(args.out)[0]
@@ -174,6 +178,8 @@ def main() -> None:
                         help="emit this many params per step, not the declared (for tests)")
     parser.add_argument("--out-chunk", type=int, default=-1,
                         help="emit this chunk, not the declared (for tests)")
+    parser.add_argument("--raise-in-heads", action="store_true",
+                        help="heads() raises (a TorchScript exception; for tests)")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     if args.declare:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The attack and fault table of issue 49: each row tried with real processes
+# The attack and fault table of issues 49 and 60: each row tried with real processes
 # and sockets on this machine, and printed as a markdown table (PASS/FAIL,
 # seconds, what was run). Rows are the suite's own tests where one covers the
 # case (a test that failed on the code before the fix), and direct runs of
@@ -83,6 +83,44 @@ tls_mismatch() {
   [ $rc -eq 2 ]
 }
 
+# Issue 60's hostile demonstration files (tests/fuzz/make_demo_corpus.py:
+# attribute arrays, 10^9 declared steps, a 100,000-pixel camera, demos of no
+# steps, a NaN action) through `rl-vla3 config`: each exit 2 with a message,
+# never 134/136/139.
+hostile_demos() {
+  /usr/bin/python3 "$ROOT/tests/fuzz/make_demo_corpus.py" "$WORK/demos" >/dev/null ||
+    return 1
+  local f rc bad=0
+  for f in "$WORK"/demos/*.hdf5; do
+    [ "$(basename "$f")" = good.hdf5 ] && continue
+    "$BIN" config --set sft.tasks=lift_the_red_cube --set sft.demos="$f" \
+      >/dev/null 2>"$WORK/err"
+    rc=$?
+    echo "$(basename "$f"): exit $rc: $(head -c 300 "$WORK/err")"
+    [ $rc -eq 2 ] || bad=1
+  done
+  return $bad
+}
+
+# rlvla3_envs misused from Python: each misuse an exception, never a hang.
+python_misuse() {
+  (cd "$ROOT/tests/envs/python" &&
+    PYTHONPATH="$BUILD/envs/python" timeout 300 /usr/bin/python3 -m unittest \
+      rlvla3_envs_test.Misuse)
+}
+
+not_regular_files() {
+  gtest instruction_encoder_test '*NotARegularFile*' &&
+    gtest task_file_test '*NotARegularFile*'
+}
+
+replay() {  # the seed corpora of the file doors' fuzz targets
+  local t
+  for t in demo_file interface task_file config; do
+    "$BUILD/tests/fuzz/${t}_fuzz" "$ROOT/tests/fuzz/corpus/$t" || return 1
+  done
+}
+
 row "learner restarted below the version its servers hold (rl.resume=never)" \
   "versions advance above it within 30 s" \
   gtest local_cluster_test '*FreshLearnerUnderRunningServers*'
@@ -120,6 +158,22 @@ row "fuzzed observations, notices, heartbeats (seed corpus)" "no crash; document
   "$BUILD/tests/fuzz/peer_messages_fuzz" "$ROOT/tests/fuzz/corpus/peer_messages"
 row "down --local with a stale up.pid naming another process" "nothing signalled" \
   gtest local_cluster_test '*StaleUpPid*'
+row "HDF5 demo files: attribute arrays, 10^9 steps, a huge camera, no steps, NaN" \
+  "exit 2 naming the dataset; nothing of the declared size allocated" hostile_demos
+row "a folder of demo files holding a link loop and a dangling link" \
+  "the files it holds listed; no uncaught filesystem_error" \
+  gtest sft_demo_file_test '*LinkLoop*:*AnotherShape*'
+row "a declaration with 64.9, 1e300, NaN, 1e400, a +-1e308 or 5e-324 range" \
+  "refused naming the field; never truncated, never a LibTorch abort" \
+  gtest policy_interface_test '*DeclaredNumbers*'
+row "a TorchScript heads() that raises at the load-time probe" \
+  "refused naming heads() and the shapes given" gtest declared_policy_test '*Raises*'
+row "a tokenizer model, task file or scene that is a folder or /dev/zero" \
+  "refused unread: not a regular file" not_regular_files
+row "rlvla3_envs: an id listed twice, 10^6 envs, negative horizon or seed, two threads" \
+  "ValueError / RuntimeError; no hang, no exit" python_misuse
+row "fuzzed demo files, declarations, task files, configs (seed corpora)" \
+  "no crash; errors name the file" replay
 
 echo
 echo "| fault or attack | expected | result | s | run |"

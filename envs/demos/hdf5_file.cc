@@ -2,6 +2,8 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,9 @@ namespace rlvla3 {
 namespace {
 
 static_assert(sizeof(hid_t) == sizeof(int64_t), "hid_t is 64-bit");
+
+// A fixed-length string attribute longer than this is refused unread.
+constexpr size_t kMaxAttributeBytes = size_t{1} << 16;
 
 // Closes one HDF5 handle of any kind when it goes.
 class Handle {
@@ -229,7 +234,16 @@ absl::StatusOr<int64_t> Hdf5File::OpenChecked(
   Handle space(H5Dget_space(id));
   const int rank = H5Sget_simple_extent_ndims(space.get());
   std::vector<hsize_t> ext(static_cast<size_t>(std::max(rank, 0)));
-  H5Sget_simple_extent_dims(space.get(), ext.data(), nullptr);
+  if (rank < 0 ||
+      H5Sget_simple_extent_dims(space.get(), ext.data(), nullptr) < 0) {
+    return Error(dataset, "unreadable extents");
+  }
+  for (hsize_t e : ext) {
+    if (e > static_cast<hsize_t>(kMaxReadElements)) {
+      return Error(dataset, absl::StrCat("an extent of ", e, " (over ",
+                                         kMaxReadElements, ")"));
+    }
+  }
   dims->assign(ext.begin(), ext.end());
   bool fits = dims->size() == shape.size();
   for (size_t i = 0; fits && i < shape.size(); ++i) {
@@ -243,6 +257,17 @@ absl::StatusOr<int64_t> Hdf5File::OpenChecked(
   return static_cast<int64_t>(d.release());
 }
 
+absl::StatusOr<std::vector<int64_t>> Hdf5File::Dims(
+    const std::string& dataset, bool floats,
+    const std::vector<int64_t>& shape) const {
+  QuietErrors quiet;
+  std::vector<int64_t> dims;
+  absl::StatusOr<int64_t> id = OpenChecked(dataset, floats, shape, &dims);
+  if (!id.ok()) return id.status();
+  Handle d(*id);
+  return dims;
+}
+
 absl::Status Hdf5File::Read(const std::string& dataset, bool floats,
                             const std::vector<int64_t>& shape, int64_t mem_type,
                             const std::function<void*(int64_t)>& alloc,
@@ -253,7 +278,14 @@ absl::Status Hdf5File::Read(const std::string& dataset, bool floats,
   if (!id.ok()) return id.status();
   Handle d(*id);
   int64_t n = 1;
-  for (int64_t e : dims) n *= e;
+  for (int64_t e : dims) {
+    if (e != 0 && n > kMaxReadElements / e) {
+      return Error(dataset,
+                   absl::StrCat("shape ", ShapeText(dims), " holds more than ",
+                                kMaxReadElements, " elements; not read"));
+    }
+    n *= e;
+  }
   void* out = alloc(n);
   if (n > 0 &&
       H5Dread(d.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out) < 0) {
@@ -293,14 +325,37 @@ absl::StatusOr<std::vector<uint8_t>> Hdf5File::ReadBytes(
   return out;
 }
 
-absl::StatusOr<std::string> Hdf5File::GetString(const std::string& object,
-                                                const std::string& name) const {
+bool Hdf5File::HasAttribute(const std::string& object,
+                            const std::string& name) const {
   QuietErrors quiet;
+  return H5Aexists_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT) > 0;
+}
+
+absl::StatusOr<int64_t> Hdf5File::OpenAttribute(const std::string& object,
+                                                const std::string& name) const {
   if (H5Aexists_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT) <= 0) {
     return Error(object, absl::StrCat("attribute ", name, " missing"));
   }
   Handle a(H5Aopen_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT,
                            H5P_DEFAULT));
+  if (!a.ok())
+    return Error(object, absl::StrCat("attribute ", name, ": unreadable"));
+  Handle space(H5Aget_space(a.get()));
+  const hssize_t points = H5Sget_simple_extent_npoints(space.get());
+  if (points != 1) {
+    return Error(object, absl::StrCat("attribute ", name, " holds ",
+                                      std::max<hssize_t>(points, 0),
+                                      " values, not one"));
+  }
+  return static_cast<int64_t>(a.release());
+}
+
+absl::StatusOr<std::string> Hdf5File::GetString(const std::string& object,
+                                                const std::string& name) const {
+  QuietErrors quiet;
+  absl::StatusOr<int64_t> id = OpenAttribute(object, name);
+  if (!id.ok()) return id.status();
+  Handle a(*id);
   Handle type(H5Aget_type(a.get()));
   if (H5Tget_class(type.get()) != H5T_STRING) {
     return Error(object, absl::StrCat("attribute ", name, ": not a string"));
@@ -313,11 +368,22 @@ absl::StatusOr<std::string> Hdf5File::GetString(const std::string& object,
     if (H5Aread(a.get(), mem.get(), &text) < 0 || text == nullptr) {
       return Error(object, absl::StrCat("attribute ", name, ": unreadable"));
     }
-    std::string out(text);
+    const size_t length = strnlen(text, kMaxAttributeBytes + 1);
+    std::string out(text, std::min(length, kMaxAttributeBytes));
     H5free_memory(text);
+    if (length > kMaxAttributeBytes) {
+      return Error(object, absl::StrCat("attribute ", name, ": a string over ",
+                                        kMaxAttributeBytes, " bytes"));
+    }
     return out;
   }
-  std::string out(H5Tget_size(type.get()), '\0');
+  const size_t size = H5Tget_size(type.get());
+  if (size == 0 || size > kMaxAttributeBytes) {
+    return Error(object,
+                 absl::StrCat("attribute ", name, ": a string of ", size,
+                              " bytes (at most ", kMaxAttributeBytes, ")"));
+  }
+  std::string out(size, '\0');
   if (H5Aread(a.get(), type.get(), out.data()) < 0) {
     return Error(object, absl::StrCat("attribute ", name, ": unreadable"));
   }
@@ -328,11 +394,9 @@ absl::StatusOr<std::string> Hdf5File::GetString(const std::string& object,
 absl::StatusOr<int64_t> Hdf5File::GetInt(const std::string& object,
                                          const std::string& name) const {
   QuietErrors quiet;
-  if (H5Aexists_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT) <= 0) {
-    return Error(object, absl::StrCat("attribute ", name, " missing"));
-  }
-  Handle a(H5Aopen_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT,
-                           H5P_DEFAULT));
+  absl::StatusOr<int64_t> id = OpenAttribute(object, name);
+  if (!id.ok()) return id.status();
+  Handle a(*id);
   Handle type(H5Aget_type(a.get()));
   int64_t v = 0;
   if (H5Tget_class(type.get()) != H5T_INTEGER ||

@@ -53,14 +53,24 @@ class Hdf5File {
                       int64_t value);
 
   // Reading. `shape`: -1 matches any extent; the extents read come back in
-  // `got` when given.
+  // `got` when given. A read whose extents hold more than kMaxReadElements
+  // is refused before anything is allocated: callers learn the extents with
+  // Dims, check them against what they expect, then read that exact shape.
+  // Attributes are read only from a scalar (or one-element) dataspace.
+  static constexpr int64_t kMaxReadElements = int64_t{1} << 31;
   bool Exists(const std::string& path) const;
+  // `dataset`'s extents, its class and shape checked as a read checks them;
+  // nothing is read.
+  absl::StatusOr<std::vector<int64_t>> Dims(
+      const std::string& dataset, bool floats,
+      const std::vector<int64_t>& shape) const;
   absl::StatusOr<std::vector<float>> ReadFloats(
       const std::string& dataset, const std::vector<int64_t>& shape,
       std::vector<int64_t>* got = nullptr) const;
   absl::StatusOr<std::vector<uint8_t>> ReadBytes(
       const std::string& dataset, const std::vector<int64_t>& shape,
       std::vector<int64_t>* got = nullptr) const;
+  bool HasAttribute(const std::string& object, const std::string& name) const;
   absl::StatusOr<std::string> GetString(const std::string& object,
                                         const std::string& name) const;
   absl::StatusOr<int64_t> GetInt(const std::string& object,
@@ -83,6 +93,9 @@ class Hdf5File {
                     const std::vector<int64_t>& shape, int64_t mem_type,
                     const std::function<void*(int64_t)>& alloc,
                     std::vector<int64_t>* got) const;
+  // Opens attribute `name` of `object`: present, with one element.
+  absl::StatusOr<int64_t> OpenAttribute(const std::string& object,
+                                        const std::string& name) const;
   // Opens `dataset`, checks its class and shape; its extents into `dims`.
   absl::StatusOr<int64_t> OpenChecked(const std::string& dataset, bool floats,
                                       const std::vector<int64_t>& shape,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -74,56 +75,113 @@ absl::StatusOr<std::vector<std::string>> DemoGroups(const Hdf5File& f) {
   return out;
 }
 
-// The cameras and proprio entries of the first demo fix the recording's.
+absl::Status OutOfRange(const Hdf5File& f, const std::string& dataset,
+                        const std::string& what, int64_t v, int64_t hi) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      f.path(), ": ", dataset, ": ", what, " ", v, ", not in 1..", hi));
+}
+
+// The extents of `dataset` (shape as Hdf5File), each of `bounded` in 1..hi.
+absl::StatusOr<std::vector<int64_t>> BoundedDims(
+    const Hdf5File& f, const std::string& dataset, bool floats,
+    const std::vector<int64_t>& shape, const std::vector<int>& bounded,
+    int64_t hi) {
+  absl::StatusOr<std::vector<int64_t>> dims = f.Dims(dataset, floats, shape);
+  if (!dims.ok()) return dims.status();
+  for (int i : bounded) {
+    const int64_t v = (*dims)[static_cast<size_t>(i)];
+    if (v < 1 || v > hi) {
+      return OutOfRange(f, dataset, absl::StrCat("extent ", i, " is"), v, hi);
+    }
+  }
+  return dims;
+}
+
+// The cameras and proprio entries of the first demo fix the recording's,
+// from their extents alone (nothing is read here).
 absl::Status ReadLayout(const Hdf5File& f, const std::string& demo,
                         const DemoReadOptions& o, DemoRecording* r) {
   absl::StatusOr<std::vector<std::string>> obs = f.Members(demo + "/obs");
   if (!obs.ok()) return obs.status();
   for (const std::string& m : *obs) {
     if (!absl::EndsWith(m, kRgb)) continue;
-    std::vector<int64_t> dims;
-    absl::StatusOr<std::vector<uint8_t>> img =
-        f.ReadBytes(absl::StrCat(demo, "/obs/", m), {-1, -1, -1, 3}, &dims);
-    if (!img.ok()) return img.status();
+    absl::StatusOr<std::vector<int64_t>> dims =
+        BoundedDims(f, absl::StrCat(demo, "/obs/", m), /*floats=*/false,
+                    {-1, -1, -1, 3}, {1, 2}, o.max_image_side);
+    if (!dims.ok()) return dims.status();
     r->cameras.push_back(
-        {m.substr(0, m.size() - (sizeof(kRgb) - 1)), dims[1], dims[2]});
+        {m.substr(0, m.size() - (sizeof(kRgb) - 1)), (*dims)[1], (*dims)[2]});
   }
   if (r->cameras.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(f.path(), ": ", demo, "/obs: no <camera>_rgb dataset"));
   }
   for (const std::string& entry : o.proprio) {
-    std::vector<int64_t> dims;
-    absl::StatusOr<std::vector<float>> v =
-        f.ReadFloats(absl::StrCat(demo, "/obs/", entry), {-1, -1}, &dims);
-    if (!v.ok()) return v.status();
-    r->proprio.push_back({entry, dims[1]});
+    absl::StatusOr<std::vector<int64_t>> dims =
+        BoundedDims(f, absl::StrCat(demo, "/obs/", entry), /*floats=*/true,
+                    {-1, -1}, {1}, o.max_vector);
+    if (!dims.ok()) return dims.status();
+    r->proprio.push_back({entry, (*dims)[1]});
   }
-  std::vector<int64_t> dims;
-  absl::StatusOr<std::vector<float>> a =
-      f.ReadFloats(demo + "/actions", {-1, -1}, &dims);
-  if (!a.ok()) return a.status();
-  r->action_size = dims[1];
+  absl::StatusOr<std::vector<int64_t>> dims = BoundedDims(
+      f, demo + "/actions", /*floats=*/true, {-1, -1}, {1}, o.max_vector);
+  if (!dims.ok()) return dims.status();
+  r->action_size = (*dims)[1];
+  return absl::OkStatus();
+}
+
+// An optional attribute: `fallback` when absent, an error when unreadable.
+absl::StatusOr<std::string> StringOr(const Hdf5File& f, const std::string& at,
+                                     const std::string& name,
+                                     const std::string& fallback) {
+  if (!f.HasAttribute(at, name)) return fallback;
+  return f.GetString(at, name);
+}
+absl::StatusOr<int64_t> IntOr(const Hdf5File& f, const std::string& at,
+                              const std::string& name, int64_t fallback) {
+  if (!f.HasAttribute(at, name)) return fallback;
+  return f.GetInt(at, name);
+}
+
+// The episode's attributes: num_samples (when present) agrees with `t`.
+absl::Status ReadAttributes(const Hdf5File& f, const std::string& demo,
+                            DemoEpisode* e) {
+  absl::StatusOr<int64_t> n = IntOr(f, demo, "num_samples", e->steps);
+  if (!n.ok()) return n.status();
+  if (*n != e->steps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(f.path(), ": ", demo, ": num_samples ", *n, ", but ", demo,
+                     "/actions has ", e->steps, " steps"));
+  }
+  absl::StatusOr<std::string> task = StringOr(f, demo, "task", "");
+  if (!task.ok()) return task.status();
+  absl::StatusOr<std::string> instruction =
+      StringOr(f, demo, "instruction", "");
+  if (!instruction.ok()) return instruction.status();
+  absl::StatusOr<int64_t> init = IntOr(f, demo, "init_id", 0);
+  if (!init.ok()) return init.status();
+  e->task = *std::move(task);
+  e->instruction = *std::move(instruction);
+  e->init_id = *init;
   return absl::OkStatus();
 }
 
 absl::StatusOr<DemoEpisode> ReadEpisode(const Hdf5File& f,
                                         const std::string& demo,
-                                        const DemoRecording& r) {
+                                        const DemoRecording& r,
+                                        const DemoReadOptions& o) {
   DemoEpisode e;
-  std::vector<int64_t> dims;
+  absl::StatusOr<std::vector<int64_t>> dims =
+      BoundedDims(f, demo + "/actions", /*floats=*/true, {-1, r.action_size},
+                  {0}, o.max_steps);
+  if (!dims.ok()) return dims.status();
+  const int64_t t = (*dims)[0];
+  e.steps = t;
+  if (absl::Status s = ReadAttributes(f, demo, &e); !s.ok()) return s;
   absl::StatusOr<std::vector<float>> actions =
-      f.ReadFloats(demo + "/actions", {-1, r.action_size}, &dims);
+      f.ReadFloats(demo + "/actions", {t, r.action_size});
   if (!actions.ok()) return actions.status();
   e.actions = *std::move(actions);
-  e.steps = dims[0];
-  const int64_t t = e.steps;
-  if (absl::StatusOr<int64_t> n = f.GetInt(demo, "num_samples");
-      n.ok() && *n != t) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(f.path(), ": ", demo, ": num_samples ", *n, ", but ", demo,
-                     "/actions has ", t, " steps"));
-  }
   for (const DemoCamera& cam : r.cameras) {
     absl::StatusOr<std::vector<uint8_t>> img =
         f.ReadBytes(absl::StrCat(demo, "/obs/", cam.name, kRgb),
@@ -144,9 +202,6 @@ absl::StatusOr<DemoEpisode> ReadEpisode(const Hdf5File& f,
   absl::StatusOr<std::vector<float>> dones = f.ReadFloats(demo + "/dones", {t});
   if (!dones.ok()) return dones.status();
   for (float d : *dones) e.dones.push_back(d != 0.0f ? 1 : 0);
-  e.task = f.GetString(demo, "task").value_or("");
-  e.instruction = f.GetString(demo, "instruction").value_or("");
-  e.init_id = f.GetInt(demo, "init_id").value_or(0);
   return e;
 }
 
@@ -183,18 +238,24 @@ absl::StatusOr<DemoRecording> ReadLiberoHdf5(const std::string& path,
   absl::StatusOr<std::vector<std::string>> demos = DemoGroups(*f);
   if (!demos.ok()) return demos.status();
   DemoRecording r;
-  r.env_name = f->GetString(kData, "env_name").value_or("");
-  r.env_args = f->GetString(kData, "env_args").value_or("");
+  for (auto [name, out] : {std::pair{"env_name", &r.env_name},
+                           std::pair{"env_args", &r.env_args}}) {
+    absl::StatusOr<std::string> v = StringOr(*f, kData, name, "");
+    if (!v.ok()) return v.status();
+    *out = *std::move(v);
+  }
   if (absl::Status s = ReadLayout(*f, demos->front(), options, &r); !s.ok()) {
     return s;
   }
   for (const std::string& demo : *demos) {
-    absl::StatusOr<DemoEpisode> e = ReadEpisode(*f, demo, r);
+    absl::StatusOr<DemoEpisode> e = ReadEpisode(*f, demo, r, options);
     if (!e.ok()) return e.status();
     r.episodes.push_back(*std::move(e));
   }
-  r.attempts = f->GetInt(kData, "attempts")
-                   .value_or(static_cast<int64_t>(r.episodes.size()));
+  absl::StatusOr<int64_t> attempts =
+      IntOr(*f, kData, "attempts", static_cast<int64_t>(r.episodes.size()));
+  if (!attempts.ok()) return attempts.status();
+  r.attempts = *attempts;
   return r;
 }
 

@@ -36,6 +36,13 @@ namespace rlvla3 {
 struct DemoReadOptions {
   // obs/<entry> datasets read as proprio, in this order.
   std::vector<std::string> proprio = {"ee_pos", "ee_ori", "gripper_states"};
+  // What a file may declare, checked from the extents before any dataset is
+  // read: steps per demo (1..max_steps, from its actions), a camera's
+  // height and width, an action's or a proprio entry's width. Every other
+  // dataset of a demo must then have exactly its demo's steps.
+  int64_t max_steps = 100000;
+  int64_t max_image_side = 4096;
+  int64_t max_vector = 1024;
 };
 
 absl::Status WriteLiberoHdf5(const DemoRecording& recording,

@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ void Raise(const absl::Status& s) {
 struct MakeArgs {
   std::string tasks = "put_red_cube_in_basket";
   int num_envs = 8, num_threads = 1, task_block = 1;
-  uint64_t seed = 0;
+  int64_t seed = 0;
   int height = 64, width = 64;
   std::vector<std::string> cameras = {"agentview", "wrist"};
   bool render = true, shaped_reward = false;
@@ -48,7 +49,37 @@ struct MakeArgs {
   double step_deadline_s = 0;
 };
 
+// `name` within [lo, hi] (the bounds of the config key of the same meaning,
+// runtime/config.cc), or ValueError naming it.
+void CheckRange(const char* name, double v, double lo, double hi) {
+  if (v >= lo && v <= hi) return;
+  throw py::value_error(std::string(name) + " = " + std::to_string(v) +
+                        ": not in [" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + "]");
+}
+
+// Every number checked before anything is built: a million envs or a
+// negative horizon is a ValueError, never MuJoCo's exit or a silent default.
+void CheckArgs(const MakeArgs& a) {
+  CheckRange("num_envs", a.num_envs, 1, 4096);
+  CheckRange("num_threads", a.num_threads, 1, 1024);
+  CheckRange("task_block", a.task_block, 1, 4096);
+  CheckRange("seed", static_cast<double>(a.seed), 0, 9.0e18);
+  CheckRange("height", a.height, 16, 1024);
+  CheckRange("width", a.width, 16, 1024);
+  CheckRange("max_episode_steps", a.max_episode_steps, 0, 1000000);
+  CheckRange("max_sweep", a.max_sweep, 0, 4096);
+  CheckRange("lp_num_threads", a.lp_num_threads, 0, 64);
+  CheckRange("init_first", a.init_first, 0, 2.0e9);
+  CheckRange("init_count", a.init_count, 1, 2.0e9);
+  CheckRange("step_deadline_s", a.step_deadline_s, 0, 3600);
+  if (a.cameras.empty() || a.cameras.size() > 8) {
+    throw py::value_error("cameras: 1 to 8 names");
+  }
+}
+
 EnvPoolOptions PoolOptions(const MakeArgs& a) {
+  CheckArgs(a);
   absl::StatusOr<std::vector<TaskSpec>> tasks =
       ResolveTaskList(a.tasks, "task");
   Raise(tasks.status());
@@ -57,7 +88,7 @@ EnvPoolOptions PoolOptions(const MakeArgs& a) {
   o.task_block = a.task_block;
   o.num_envs = a.num_envs;
   o.num_threads = a.num_threads;
-  o.seed = a.seed;
+  o.seed = static_cast<uint64_t>(a.seed);
   o.env.image_height = a.height;
   o.env.image_width = a.width;
   o.env.cameras = a.cameras;
@@ -89,6 +120,22 @@ std::vector<int> Ids(
   return std::vector<int>(a.data(), a.data() + a.size());
 }
 
+// One call at a time per VecEnv: the call that finds another thread's in
+// flight raises RuntimeError instead of racing it (docs/python.md).
+class OneCaller {
+ public:
+  explicit OneCaller(std::mutex& mu) : lock_(mu, std::try_to_lock) {
+    if (!lock_.owns_lock()) {
+      throw std::runtime_error(
+          "rlvla3_envs: another thread is inside this VecEnv's call; a VecEnv "
+          "is used from one thread at a time");
+    }
+  }
+
+ private:
+  std::unique_lock<std::mutex> lock_;
+};
+
 class PyVecEnv {
  public:
   explicit PyVecEnv(const MakeArgs& a) {
@@ -104,14 +151,18 @@ class PyVecEnv {
 
   // Waits for >= min_envs ready envs; returns the batch as a dict of arrays.
   py::dict Recv(int min_envs, double timeout_s) {
-    ids_.clear();
+    OneCaller one(mu_);
+    if (!(timeout_s >= 0) || timeout_s > 1e6) {
+      throw py::value_error("timeout_s: a number of seconds in [0, 1e6]");
+    }
+    std::vector<int> ids;
     absl::Status s;
     {
       py::gil_scoped_release nogil;
-      s = core_->Recv(min_envs, absl::Seconds(timeout_s), &ids_);
+      s = core_->Recv(min_envs, absl::Seconds(timeout_s), &ids);
     }
     Raise(s);
-    return Batch(ids_);
+    return Batch(ids);
   }
 
   void Send(const py::array_t<float, py::array::c_style | py::array::forcecast>&
@@ -119,6 +170,7 @@ class PyVecEnv {
             const py::array_t<int32_t, py::array::c_style |
                                            py::array::forcecast>& env_ids,
             const py::object& init_ids) {
+    OneCaller one(mu_);
     const std::vector<int> ids = Ids(env_ids);
     std::vector<int> inits;
     if (!init_ids.is_none()) {
@@ -126,13 +178,19 @@ class PyVecEnv {
           Ids(init_ids.cast<py::array_t<int32_t, py::array::c_style |
                                                      py::array::forcecast>>());
     }
-    Raise(core_->Send(ids, absl::MakeConstSpan(actions.data(), actions.size()),
-                      inits));
+    absl::Status s;
+    {  // `actions` stays alive: the caller's reference holds it
+      py::gil_scoped_release nogil;
+      s = core_->Send(ids, absl::MakeConstSpan(actions.data(), actions.size()),
+                      inits);
+    }
+    Raise(s);
   }
 
   py::array_t<float> Expert(
       const py::array_t<int32_t, py::array::c_style | py::array::forcecast>&
           env_ids) {
+    OneCaller one(mu_);
     const std::vector<int> ids = Ids(env_ids);
     py::array_t<float> out({static_cast<py::ssize_t>(ids.size()),
                             static_cast<py::ssize_t>(kActionDim)});
@@ -141,7 +199,8 @@ class PyVecEnv {
     return out;
   }
 
-  std::string Instruction(int env_id) const {
+  std::string Instruction(int env_id) {
+    OneCaller one(mu_);
     if (env_id < 0 || env_id >= core_->num_envs())
       throw py::value_error("env id out of range");
     return core_->instruction(env_id);
@@ -166,7 +225,8 @@ class PyVecEnv {
     return d;
   }
 
-  py::dict Stats() const {
+  py::dict Stats() {
+    OneCaller one(mu_);
     const EnvPoolStats s = core_->stats();
     py::dict d;
     d["steps"] = s.steps;
@@ -180,7 +240,11 @@ class PyVecEnv {
     return d;
   }
 
-  void Close() { core_->Close(); }
+  void Close() {
+    OneCaller one(mu_);
+    py::gil_scoped_release nogil;
+    core_->Close();
+  }
 
  private:
   py::dict Batch(const std::vector<int>& ids) {
@@ -227,7 +291,7 @@ class PyVecEnv {
   }
 
   std::unique_ptr<VecEnvCore> core_;
-  std::vector<int> ids_;  // reused by Recv
+  std::mutex mu_;  // held for a call's length (OneCaller)
 };
 
 }  // namespace

@@ -67,6 +67,22 @@ void VecEnvCore::Gather(absl::Span<const int> ids,
   }
 }
 
+absl::Status VecEnvCore::CheckIds(absl::Span<const int> ids) const {
+  std::vector<bool> seen(static_cast<size_t>(num_envs()), false);
+  for (int id : ids) {
+    if (id < 0 || id >= num_envs()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("env id ", id, " is not in [0, ", num_envs(), ")"));
+    }
+    if (seen[static_cast<size_t>(id)]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("env id ", id, " is listed twice: one action per env"));
+    }
+    seen[static_cast<size_t>(id)] = true;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status VecEnvCore::Send(absl::Span<const int> ids,
                               absl::Span<const float> actions,
                               absl::Span<const int> init_ids) {
@@ -86,12 +102,7 @@ absl::Status VecEnvCore::Send(absl::Span<const int> ids,
     return absl::InvalidArgumentError(absl::StrCat(
         init_ids.size(), " initial states for ", ids.size(), " envs"));
   }
-  for (int id : ids) {
-    if (id < 0 || id >= num_envs()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("env id ", id, " is not in [0, ", num_envs(), ")"));
-    }
-  }
+  if (absl::Status s = CheckIds(ids); !s.ok()) return s;
   for (size_t i = 0; i < init_ids.size(); ++i) {
     if (init_ids[i] < 0) {
       return absl::InvalidArgumentError(absl::StrCat(

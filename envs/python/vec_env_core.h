@@ -83,6 +83,8 @@ class VecEnvCore {
   explicit VecEnvCore(std::unique_ptr<EnvPool> pool);
   // The env's expert, made on first use (a toy env has none).
   absl::StatusOr<ScriptedExpert*> ExpertOf(int env_id);
+  // Each id in [0, num_envs) and listed once.
+  absl::Status CheckIds(absl::Span<const int> ids) const;
 
   std::unique_ptr<EnvPool> pool_;
   int cameras_ = 0;

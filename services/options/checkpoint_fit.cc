@@ -125,7 +125,7 @@ absl::Status FitTasks(const std::string& dir, const CheckpointContext& ck,
         continue;
       }
       return ConfigError{
-          c->origin, k.key, *k.value,
+          c->OriginOf(k.key), k.key, *k.value,
           absl::StrCat(recorded, ", the tasks checkpoint ", dir,
                        " was trained on (its ", kCheckpointContextFile,
                        "); leave the key out to evaluate them, or name "
@@ -192,7 +192,7 @@ absl::Status FitConfigToCheckpoint(const std::string& dir, CheckpointUse use,
     if (*f.value == f.recorded || f.recorded <= 0) continue;
     if (c->given.count(f.key) > 0) {
       return ConfigError{
-          c->origin, f.key, absl::StrCat(*f.value),
+          c->OriginOf(f.key), f.key, absl::StrCat(*f.value),
           absl::StrCat(f.recorded, ", the ", f.what, " checkpoint ", dir,
                        " was trained with (its ", kCheckpointContextFile,
                        "); leave the key out to take it")}

@@ -34,7 +34,7 @@ absl::StatusOr<std::optional<TlsCredentials>> TlsFromConfig(const Config& c) {
       pem = absl::InvalidArgumentError("not PEM");
     }
     if (!pem.ok()) {
-      return ConfigError{c.origin, key, *path,
+      return ConfigError{c.OriginOf(key), key, *path,
                          absl::StrCat("a readable PEM file when any "
                                       "cluster.tls_* is set (",
                                       pem.status().message(), ")")}
@@ -47,7 +47,8 @@ absl::StatusOr<std::optional<TlsCredentials>> TlsFromConfig(const Config& c) {
         p->key == std::string("cluster.tls_cert")  ? cl.tls_cert
         : p->key == std::string("cluster.tls_key") ? cl.tls_key
                                                    : cl.tls_ca;
-    return ConfigError{c.origin, p->key, path, p->expected}.ToStatus();
+    return ConfigError{c.OriginOf(p->key), p->key, path, p->expected}
+        .ToStatus();
   }
   return t;
 }
@@ -93,7 +94,8 @@ absl::Status CheckNetForAddresses(const Config& c,
   if (!net.ok()) return net.status();
   for (const std::string& a : addresses) {
     if (absl::Status s = CheckTokenTransport(a, *net); !s.ok()) {
-      return ConfigError{c.origin, "cluster.allow_plaintext_token", "false",
+      return ConfigError{c.OriginOf("cluster.allow_plaintext_token"),
+                         "cluster.allow_plaintext_token", "false",
                          std::string(s.message())}
           .ToStatus();
     }

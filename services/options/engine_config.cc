@@ -72,7 +72,7 @@ absl::Status CheckRoleDevices(const Config& c, bool inference, bool learner) {
     if (key == nullptr) continue;
     if (absl::StatusOr<at::Device> d = ParseDevice(*value); !d.ok()) {
       return ConfigError{
-          c.origin, key, *value,
+          c.OriginOf(key), key, *value,
           absl::StrCat("a device this machine has: ", d.status().message())}
           .ToStatus();
     }
@@ -171,7 +171,8 @@ absl::Status CheckSceneCameras(const Config& c,
     if (!m.ok()) return m.status();
     if (absl::StatusOr<std::vector<int>> ids = (*m)->CameraIds(env.cameras);
         !ids.ok()) {
-      return ConfigError{c.origin, "env.cameras", c.env.cameras,
+      return ConfigError{c.OriginOf("env.cameras"), "env.cameras",
+                         c.env.cameras,
                          absl::StrCat("cameras every task's scene has: ",
                                       ids.status().message())}
           .ToStatus();
@@ -185,7 +186,7 @@ absl::Status CheckSceneCameras(const Config& c,
 absl::Status CheckDeclaredCameras(const PolicyInterface& p, const Config& c) {
   const std::vector<std::string> names = DeclaredCameraNames(p);
   if (EnvCameras(c.env) == names) return absl::OkStatus();
-  return ConfigError{c.origin, "env.cameras", c.env.cameras,
+  return ConfigError{c.OriginOf("env.cameras"), "env.cameras", c.env.cameras,
                      absl::StrCat(absl::StrJoin(names, ","),
                                   ", the cameras the policy declares, in its "
                                   "order")}

@@ -55,7 +55,8 @@ absl::Status FitCameras(const PolicyInterface& p, const std::string& origin,
   if (EnvCameras(c->env) == names) return absl::OkStatus();
   const std::string declared = absl::StrJoin(names, ",");
   if (c->given.count("env.cameras") > 0) {
-    return ConfigError{c->origin, "env.cameras", c->env.cameras,
+    return ConfigError{c->OriginOf("env.cameras"), "env.cameras",
+                       c->env.cameras,
                        absl::StrCat(declared, ", the cameras policy ", origin,
                                     " declares, in its order; leave the key "
                                     "out to take them")}
@@ -97,7 +98,7 @@ absl::Status FitConfigToInterface(const PolicyInterface& p,
     if (*f.value == f.declared) continue;
     if (c->given.count(f.key) > 0) {
       return ConfigError{
-          c->origin, f.key, absl::StrCat(*f.value),
+          c->OriginOf(f.key), f.key, absl::StrCat(*f.value),
           absl::StrCat(f.declared, ", the ", f.field, " policy ", origin,
                        " declares; leave the key out to take "
                        "it")}
@@ -116,7 +117,7 @@ absl::Status FitConfigToInterface(const PolicyInterface& p,
 absl::Status FitConfigToUndeclared(const Config& c) {
   if (EnvCameras(c.env) == UndeclaredPolicyCameras()) return absl::OkStatus();
   return ConfigError{
-      c.origin, "env.cameras", c.env.cameras,
+      c.OriginOf("env.cameras"), "env.cameras", c.env.cameras,
       absl::StrCat(absl::StrJoin(UndeclaredPolicyCameras(), ","),
                    ": TinyVLA and an undeclared TorchScript policy read these "
                    "two cameras (a policy that reads others declares them, "
@@ -135,7 +136,8 @@ absl::Status FitConfigToPolicy(Config* c) {
   absl::StatusOr<std::optional<PolicyInterface>> declared =
       TorchScriptPolicy::ReadDeclaration(c->policy.path);
   if (!declared.ok()) {
-    return ConfigError{c->origin, "policy.path", c->policy.path,
+    return ConfigError{c->OriginOf("policy.path"), "policy.path",
+                       c->policy.path,
                        absl::StrCat("a policy whose declaration reads: ",
                                     declared.status().message())}
         .ToStatus();

@@ -29,14 +29,14 @@ absl::StatusOr<ResumePlan> PlanResume(
   if (c.rl.resume != "auto") {
     std::error_code ec;
     if (!std::filesystem::is_directory(c.rl.resume, ec)) {
-      return ConfigError{c.origin, "rl.resume", c.rl.resume,
+      return ConfigError{c.OriginOf("rl.resume"), "rl.resume", c.rl.resume,
                          "auto, never or an existing checkpoint folder"}
           .ToStatus();
     }
     if (std::filesystem::exists(c.rl.resume + "/MANIFEST", ec)) {
       if (absl::Status s = CheckpointStore::Verify(c.rl.resume); !s.ok()) {
         return ConfigError{
-            c.origin, "rl.resume", c.rl.resume,
+            c.OriginOf("rl.resume"), "rl.resume", c.rl.resume,
             absl::StrCat("a whole checkpoint (", s.message(), ")")}
             .ToStatus();
       }

@@ -52,13 +52,21 @@ absl::StatusOr<std::vector<std::string>> DemoFiles(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("sft.demos: ", path, ": no such file or folder"));
   }
+  // Every call takes an error_code: a link loop, a dangling link or an entry
+  // gone while listing skips that entry, never throws.
   std::vector<std::string> files;
-  for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".hdf5") {
-      files.push_back(e.path().string());
+  fs::directory_iterator it(path, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    std::error_code entry_ec;
+    if (it->is_regular_file(entry_ec) && it->path().extension() == ".hdf5") {
+      files.push_back(it->path().string());
     }
   }
-  if (ec || files.empty()) {
+  if (ec) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sft.demos: ", path, ": cannot list the folder (", ec.message(), ")"));
+  }
+  if (files.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("sft.demos: ", path, ": no *.hdf5 file in the folder"));
   }

@@ -1,5 +1,6 @@
 // What SFT clones, from a recording of demonstrations (the experts' or a
 // LIBERO-format file's), and the experts' recording exported as such files.
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -80,6 +81,22 @@ absl::Status CheckFits(const DemoRecording& r, int width, int height,
   return absl::OkStatus();
 }
 
+// Every action value finite and in [-1, 1], the range the action tokens
+// cover (docs/policies.md): a file's out-of-range action is refused, not
+// clipped into the end bins.
+absl::Status CheckActions(const DemoEpisode& e, size_t episode,
+                          const std::string& origin) {
+  for (size_t i = 0; i < e.actions.size(); ++i) {
+    const float a = e.actions[i];
+    if (std::isfinite(a) && a >= -1.0f && a <= 1.0f) continue;
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": episode ", episode, ", step ", i / kActionDim,
+                     ": action value ", a, " (dimension ", i % kActionDim,
+                     ") is not in [-1, 1]"));
+  }
+  return absl::OkStatus();
+}
+
 bool SameLayout(const DemoRecording& a, const DemoRecording& b) {
   if (a.cameras.size() != b.cameras.size() ||
       a.proprio.size() != b.proprio.size() || a.action_size != b.action_size) {
@@ -134,6 +151,13 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(
       return absl::InvalidArgumentError(
           absl::StrCat(origin, ": episode ", i, "'s task \"", e.task,
                        "\" is not one of the run's (sft.tasks)"));
+    }
+    if (absl::Status s = CheckActions(e, i, origin); !s.ok()) return s;
+    if (e.steps < 1 ||
+        e.actions.size() != static_cast<size_t>(e.steps) * kActionDim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": episode ", i, " has ", e.steps, " steps and ",
+                       e.actions.size(), " action values"));
     }
     ++d.episodes;
     d.episode_task.push_back(task);

@@ -1,6 +1,7 @@
 #include "services/verbs/cli.h"
 
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,28 @@ bool AsksForHelp(const std::vector<std::string>& args) {
   return false;
 }
 
+// A verb's escaped exception (a library's, on this thread) ends the verb
+// with a message naming the verb and what it was given, and exit 1: never
+// std::terminate's abort (exit 134). The verbs turn what they read into
+// statuses at their doors; this is the net under them.
+int RunGuarded(const Verb& verb, const VerbArgs& args) {
+  std::string what;
+  try {
+    return verb.run(args);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+    what = "an exception that is not a std::exception";
+  }
+  std::string given = args.operand;
+  if (!args.config_path.empty()) {
+    given += (given.empty() ? "" : " ") + ("--config " + args.config_path);
+  }
+  std::fprintf(stderr, "rl-vla3 %s%s%s: failed: %s\n", verb.name,
+               given.empty() ? "" : " ", given.c_str(), what.c_str());
+  return kExitFailure;
+}
+
 }  // namespace
 
 int RunCli(const std::vector<std::string>& args) {
@@ -119,7 +142,7 @@ int RunCli(const std::vector<std::string>& args) {
   std::optional<VerbArgs> parsed = ParseVerbArgs(*verb, args, first, kUsage);
   if (!parsed) return kExitUsage;
   parsed->operand = operand;
-  return verb->run(*parsed);
+  return RunGuarded(*verb, *parsed);
 }
 
 }  // namespace rlvla3

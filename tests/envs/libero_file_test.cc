@@ -87,6 +87,20 @@ TEST(LiberoFile, WrittenAndReadBackUnchanged) {
   }
 }
 
+// Debian's python3 (with h5py) running `args`; its output.
+std::string RunPython(const std::string& args, bool expect_ok) {
+  const std::string cmd = "/usr/bin/python3 " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  EXPECT_NE(p, nullptr);
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[256];
+  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  const int rc = pclose(p);
+  if (expect_ok) EXPECT_EQ(rc, 0) << out;
+  return out;
+}
+
 TEST(LiberoFile, H5pyReadsTheLayoutTheFieldsToolsExpect) {
   const testutil::TestDir dir;
   ASSERT_TRUE(WriteLiberoHdf5(Recording(), dir.File("d.hdf5")).ok());
@@ -109,14 +123,8 @@ assert list(e["dones"][:]) == [0, 0, 1]
 assert e.attrs["instruction"] == "lift the red cube"
 print("h5py ok")
 )";
-  const std::string cmd =
-      "/usr/bin/python3 " + script + " " + dir.File("d.hdf5") + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[256];
-  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  EXPECT_EQ(pclose(p), 0) << out;
+  const std::string out =
+      RunPython(script + " " + dir.File("d.hdf5"), /*expect_ok=*/true);
   EXPECT_NE(out.find("h5py ok"), std::string::npos) << out;
 }
 
@@ -205,6 +213,41 @@ TEST(LiberoFile, AMalformedFileIsRefusedNamingTheDatasetAndTheReason) {
             std::string::npos)
       << ErrorOf(dir.File("no_ori.hdf5"));
   EXPECT_FALSE(WriteLiberoHdf5(DemoRecording{}, dir.File("none.hdf5")).ok());
+}
+
+// Files made by h5py as a hostile or careless user would (issue 60; the
+// seeds of demo_file_fuzz, tests/fuzz/make_demo_corpus.py): each is refused
+// with a message naming the dataset or attribute, from its extents, before
+// anything of the declared size is allocated. On the old reader the attribute
+// arrays crashed (SIGSEGV) and the declared 10^9 steps threw bad_alloc.
+TEST(LiberoFile, HostileFilesAreRefusedBeforeAnythingIsAllocated) {
+  const testutil::TestDir dir;
+  const std::string out =
+      RunPython(std::string(RLVLA3_SOURCE_DIR) +
+                    "/tests/fuzz/make_demo_corpus.py " + dir.path(),
+                /*expect_ok=*/true);
+  ASSERT_NE(out.find("wrote"), std::string::npos) << out;
+  EXPECT_EQ(ErrorOf(dir.File("good.hdf5")), "");  // the file they came from
+  const std::pair<std::string, std::string> cases[] = {
+      {"attr_array.hdf5",
+       "/data/demo_0: attribute num_samples holds 4096 values, not one"},
+      {"task_array.hdf5",
+       "/data/demo_0: attribute task holds 1024 values, not one"},
+      {"huge_actions.hdf5",
+       "/data/demo_0/actions: extent 0 is 1000000000, not in 1..100000"},
+      {"huge_camera.hdf5",
+       "/data/demo_0/obs/agentview_rgb: shape [1000000000, 4, 6, 3], "
+       "expected [3, 4, 6, 3]"},
+      {"wide_camera.hdf5",
+       "/data/demo_0/obs/agentview_rgb: extent 1 is 100000, not in 1..4096"},
+      {"no_steps.hdf5",
+       "/data/demo_0/actions: extent 0 is 0, not in 1..100000"},
+  };
+  for (const auto& [name, expected] : cases) {
+    const std::string error = ErrorOf(dir.File(name));
+    EXPECT_NE(error.find(dir.File(name) + ": " + expected), std::string::npos)
+        << "expected \"" << expected << "\" in: " << error;
+  }
 }
 
 }  // namespace

@@ -71,6 +71,21 @@ TEST(TaskFile, ErrorsNameTheFileAndTheKey) {
             "/nonexistent/t.yaml: cannot open file");
 }
 
+// A scene_mjcf or a task file that is a folder or a device is refused
+// before MuJoCo or yaml-cpp reads it (issue 60: /dev/zero read forever).
+TEST(TaskFile, AFileThatIsNotARegularFileIsRefusedUnread) {
+  const testutil::TestDir dir;
+  const std::string p =
+      Write(dir, "zero.yaml",
+            "name: x\ninstruction: x\nobjects: [red_cube]\n"
+            "scene_mjcf: /dev/zero\ngoal:\n  - {predicate: lifted, a: "
+            "red_cube}\n");
+  EXPECT_EQ(LoadTaskFile(p).status().message(),
+            "/dev/zero: not a regular file");
+  EXPECT_EQ(LoadTaskFile(dir.path()).status().message(),
+            dir.path() + ": not a regular file");
+}
+
 TEST(TaskFile, InvalidMjcfGivesMujocosMessageAndTheMjcfFile) {
   const testutil::TestDir dir;
   const std::string mjcf = Write(dir, "broken_scene.xml",

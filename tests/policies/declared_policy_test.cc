@@ -151,6 +151,24 @@ TEST(DeclaredPolicy, AWrongActionSizeOrChunkIsRefusedAtLoad) {
   EXPECT_TRUE(Has(p.status(), "[1, 2, 14]")) << p.status();
 }
 
+// A heads() that raises on the load-time probe (TorchScript's own exception,
+// not a c10::Error) is refused naming the method and the shapes it was
+// given (issue 60: the old probe let JITException reach std::terminate).
+TEST(DeclaredPolicy, AHeadsThatRaisesAtTheProbeIsRefusedNamingTheShapes) {
+  if (std::string(RLVLA3_PYTHON).empty()) GTEST_SKIP() << kNoPython;
+  const testutil::TestDir dir;
+  const std::string path = Export(dir, "r.pt", kGaussian, "--raise-in-heads");
+  absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
+      TorchScriptPolicy::Load(path);
+  ASSERT_FALSE(p.ok());
+  EXPECT_TRUE(StartsWith(p.status(), path + ": heads() failed on a blank "
+                                            "observation of the declared "
+                                            "shapes ("))
+      << p.status();
+  EXPECT_TRUE(Has(p.status(), "this policy refuses every observation"))
+      << p.status();
+}
+
 TEST(DeclaredPolicy, BinsOutOfRangeOrTwoDeclarationsThatDisagreeAreRefused) {
   if (std::string(RLVLA3_PYTHON).empty()) GTEST_SKIP() << kNoPython;
   const testutil::TestDir dir;

@@ -114,5 +114,20 @@ TEST(InstructionEncoder, AModelFileThatDoesNotLoadIsAnErrorNamingIt) {
   }
 }
 
+// A folder or a device as the model is refused before SentencePiece reads it
+// (issue 60: `.` threw an uncaught ios_failure; /dev/zero read 3.1 GB).
+TEST(InstructionEncoder, AModelPathThatIsNotARegularFileIsRefusedUnread) {
+  const testutil::TestDir dir;
+  for (const std::string& path : {dir.path(), std::string("/dev/zero")}) {
+    absl::StatusOr<InstructionEncoder> e = InstructionEncoder::Make(
+        Spec(InstructionKind::kSentencePiece, 16, path), TextTokenizer());
+    ASSERT_FALSE(e.ok()) << path;
+    EXPECT_NE(
+        std::string(e.status().message()).find(path + ": not a regular file"),
+        std::string::npos)
+        << e.status();
+  }
+}
+
 }  // namespace
 }  // namespace rlvla3

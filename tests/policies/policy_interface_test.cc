@@ -118,6 +118,44 @@ TEST(PolicyInterface, AShapeOutOfRangeIsRefusedNamingTheOriginAndTheField) {
   EXPECT_NE(ErrorOf("[1, 2]").find("not a JSON object"), std::string::npos);
 }
 
+// Declared numbers are checked, never truncated or wrapped (issue 60): a
+// fraction, a float for an integer, NaN or 1e400 (not JSON: the parser's
+// own message, with its position), an action range float32 cannot carry.
+// On the old parser 64.9 became 64, 1e300 -9223372036854775808, and a range
+// of +-1e308 passed, then aborted in LibTorch.
+TEST(PolicyInterface, DeclaredNumbersAreIntegralFiniteAndUsable) {
+  const std::string one = kOneCamera;
+  const std::pair<std::string, std::string> cases[] = {
+      {Replace(one, R"("height": 224)", R"("height": 64.9)"),
+       "cameras[0].height: 64.9 (an integer)"},
+      {Replace(one, R"("height": 224)", R"("height": 1e300)"),
+       "cameras[0].height: 1e+300 (an integer)"},
+      {Replace(one, R"("chunk": 1)", R"("chunk": 4.7)"),
+       "chunk: 4.7 (an integer)"},
+      {Replace(one, R"("proprio": 0)", R"("proprio": "8")"),
+       "proprio: \"8\" (an integer)"},
+      {Replace(one, R"("size": 7)", R"("size": 7.0)"),
+       "action.size: 7.0 (an integer)"},
+      {Replace(one, R"("bins": 256)",
+               R"("bins": [256, 256, 2.5, 256, 256, 256, 256])"),
+       "action.bins[2]: 2.5 (an integer)"},
+      {Replace(one, R"("max_len": 32)", R"("max_len": 1e9)"),
+       "instruction.max_len: 1000000000.0 (an integer)"},
+      {Replace(one, R"("low": -1, "high": 1)",
+               R"("low": -1e308, "high": 1e308)"),
+       "action.low: -1e+308 (a number of magnitude at most"},
+      {Replace(one, R"("low": -1, "high": 1)", R"("low": 0, "high": 5e-324)"),
+       "action.low/high[0]: [0, 4.94066e-324] (finite, magnitudes at most"},
+      {Replace(one, R"("high": 1)", R"("high": NaN)"), "not JSON: "},
+      {Replace(one, R"("high": 1)", R"("high": 1e400)"), "not JSON: "},
+  };
+  for (const auto& [text, field] : cases) {
+    const std::string error = ErrorOf(text);
+    EXPECT_NE(error.find("my.interface.json: " + field), std::string::npos)
+        << "expected \"" << field << "\" in: " << error;
+  }
+}
+
 TEST(PolicyInterface, WritesBackTheSameDeclaration) {
   for (const char* text : {kOneCamera, kThreeCameras}) {
     absl::StatusOr<PolicyInterface> p = ParsePolicyInterface(text, "a");

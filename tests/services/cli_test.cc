@@ -63,6 +63,32 @@ TEST(Cli, ConfigPrintsResolvedValues) {
   EXPECT_NE(r.output.find("max_batch:"), std::string::npos);
 }
 
+// `config` checks what a run checks at start that needs no env (issue 60):
+// sft.demos' files are read and fitted to the run (the old verb printed the
+// config and exited 0; the run then failed at start with 1), exit 2 naming
+// the key and the file.
+TEST(Cli, ConfigChecksTheDemoFilesARunWouldRead) {
+  const rlvla3::testutil::TestDir dir;
+  std::ofstream(dir.File("text.hdf5")) << "not hdf5\n";
+  Result r =
+      RunCli("config --set sft.tasks=lift_the_red_cube --set sft.demos=" +
+             dir.File("text.hdf5"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("config error: sft.demos: " + dir.File("text.hdf5") +
+                          ": not an HDF5 file"),
+            std::string::npos)
+      << r.output;
+  // A key given with --set is named as --set, not as a config file.
+  std::ofstream(dir.File("p.pt")) << "not a module\n";
+  r = RunCli("config --set policy.kind=torchscript --set policy.path=" +
+             dir.File("p.pt"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(
+      r.output.find("config error: --set: policy.path = \"" + dir.File("p.pt")),
+      std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, UnknownVerbAndFlagExit2) {
   EXPECT_EQ(RunCli("fly").exit_code, 2);
   EXPECT_EQ(RunCli("config --bogus").exit_code, 2);

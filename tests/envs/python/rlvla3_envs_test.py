@@ -6,6 +6,8 @@ EnvPool-style send/recv, the scripted experts, and clear errors.
         tests/envs/python/rlvla3_envs_test.py
 """
 
+import threading
+import time
 import unittest
 
 import numpy as np
@@ -107,6 +109,50 @@ class Async(unittest.TestCase):
                 np.zeros((4, 7), np.float32))  # the envs go on
             np.testing.assert_array_equal(info["elapsed_step"], [1] * 4)
             self.assertFalse(info["invalid_action"].any())
+
+
+class Misuse(unittest.TestCase):
+    """Issue 60: misuse is an exception, never a hang, a crash or an exit."""
+
+    def test_an_env_listed_twice_is_refused_and_the_envs_go_on(self):
+        with make() as envs:
+            envs.reset(seed=0)
+            # The old module hung here holding the GIL (20 actions for env 0).
+            with self.assertRaisesRegex(ValueError, "env id 0 is listed twice"):
+                envs.send(np.zeros((20, 7), np.float32), np.zeros(20, np.int32))
+            with self.assertRaisesRegex(ValueError, "env id 1 is listed twice"):
+                envs.send(np.zeros((2, 7), np.float32), np.array([1, 1], np.int32))
+            obs, reward, terminated, truncated, info = envs.step(
+                np.zeros((4, 7), np.float32))
+            np.testing.assert_array_equal(info["elapsed_step"], [1] * 4)
+
+    def test_numbers_out_of_range_are_value_errors(self):
+        for kw, name in [(dict(num_envs=10**6), "num_envs"),
+                         (dict(max_episode_steps=-5), "max_episode_steps"),
+                         (dict(seed=-1), "seed"),
+                         (dict(image_size=(8, 8)), "height")]:
+            with self.assertRaisesRegex(ValueError, name):
+                make(**kw)
+
+    def test_a_call_while_another_thread_is_inside_is_refused(self):
+        with make(num_envs=2) as envs:
+            envs.reset(seed=0)  # both envs ready, none in flight
+            got = []
+
+            def wait():  # nothing in flight: waits out its 2 s
+                try:
+                    envs._core.recv(1, 2.0)
+                except Exception as e:  # noqa: BLE001 - recorded, checked below
+                    got.append(type(e))
+
+            t = threading.Thread(target=wait)
+            t.start()
+            time.sleep(0.5)
+            with self.assertRaisesRegex(RuntimeError, "another thread"):
+                envs.stats()
+            t.join()
+            self.assertEqual(got, [TimeoutError])
+            self.assertIn("steps", envs.stats())  # free again
 
 
 class Errors(unittest.TestCase):

@@ -93,6 +93,26 @@ TEST(CheckpointFit, AGivenKeyAgainstTheCheckpointIsAConfigErrorNamingIt) {
       FitConfigToCheckpoint(dir.path(), CheckpointUse::kInit, &same).ok());
 }
 
+// A key given with --set against the checkpoint is reported as --set, not as
+// the config file, which may not hold the key at all (issue 60); a key the
+// file gave is reported as the file.
+TEST(CheckpointFit, AnErrorNamesWhereTheKeyCameFrom) {
+  testutil::TestDir dir;
+  ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
+  const std::string file = dir.File("run.yaml");
+  std::ofstream(file) << "env:\n  image_height: 96\n";
+  absl::StatusOr<Config> c = LoadConfig(file, {"env.image_width=128"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::Status s = FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &*c);
+  ASSERT_TRUE(IsConfigError(s)) << s;
+  EXPECT_EQ(s.message().rfind("--set: env.image_width", 0), 0u) << s;
+  c = LoadConfig(file, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  s = FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &*c);
+  ASSERT_TRUE(IsConfigError(s)) << s;
+  EXPECT_EQ(s.message().rfind(file + ": env.image_height", 0), 0u) << s;
+}
+
 // A run from the checkpoint may train on other tasks (fine-tuning on a new
 // one); an evaluation measures the tasks the checkpoint was trained on, and a
 // tasks key given against them, in the file or with --set, is refused with

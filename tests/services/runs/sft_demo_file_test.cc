@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "envs/demos/libero_file.h"
 #include "services/runs/sft.h"
@@ -113,6 +115,23 @@ TEST(SftDemoFile, ARecordingOfAnotherShapeOrTaskIsRefusedNamingBothSides) {
                               "run's (sft.tasks)"),
             std::string::npos)
       << error(other);
+  // Actions the tokens do not cover (NaN, 1e30, 1.5) are refused, naming
+  // the episode, the step and the dimension (issue 60): never trained.
+  for (float bad : {std::nanf(""), 1e30f, 1.5f, -1.01f}) {
+    DemoRecording wild = r;
+    wild.episodes[0].actions[3] = bad;
+    EXPECT_NE(error(wild).find("f.hdf5: episode 0, step 0: action value"),
+              std::string::npos)
+        << bad << ": " << error(wild);
+    EXPECT_NE(error(wild).find("(dimension 3) is not in [-1, 1]"),
+              std::string::npos)
+        << error(wild);
+  }
+  DemoRecording empty = r;
+  empty.episodes[0].steps = 0;
+  empty.episodes[0].actions.clear();
+  EXPECT_NE(error(empty).find("episode 0 has 0 steps"), std::string::npos)
+      << error(empty);
 }
 
 // A run takes the cameras it names from a file by name, in its own order:
@@ -267,6 +286,22 @@ TEST(SftDemoFile, SftFromTheExportedFileTrainsTheSameLossAsFromTheExperts) {
   EXPECT_NE(SftOptionsFromConfig(*c).status().message().find(
                 "sft.demos: " + dir.File("nowhere") + ": no such file"),
             std::string::npos);
+}
+
+// A folder of demos holding a symlink loop and a dangling link lists the
+// files it can (the loop is skipped, never an uncaught filesystem_error).
+TEST(SftDemoFile, AFolderWithALinkLoopListsItsFiles) {
+  const testutil::TestDir dir;
+  std::filesystem::create_directories(dir.File("demos"));
+  std::ofstream(dir.File("demos/a.hdf5")) << "x";
+  std::filesystem::create_symlink("loop.hdf5", dir.File("demos/loop.hdf5"));
+  std::filesystem::create_symlink("gone", dir.File("demos/dangling.hdf5"));
+  absl::StatusOr<Config> c = LoadConfig(
+      "", {"sft.tasks=lift_the_red_cube", "sft.demos=" + dir.File("demos")});
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<SftOptions> o = SftOptionsFromConfig(*c);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->demo_files, std::vector<std::string>{dir.File("demos/a.hdf5")});
 }
 
 }  // namespace

@@ -1,0 +1,46 @@
+// Fuzzes the HDF5 demonstration reader (envs/demos/libero_file.h) with
+// files mutated from a written one. Properties: never crashes, hangs or
+// allocates past the read options' bounds (checked from the extents before
+// any read); a refusal is INVALID_ARGUMENT naming the file; an accepted
+// recording is whole: every episode's steps within the bounds and each of
+// its arrays exactly steps x the layout's widths.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "envs/demos/libero_file.h"
+#include "tests/fuzz/fuzz_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const rlvla3::fuzz::FuzzFile file(data, size, "demo.hdf5");
+  rlvla3::DemoReadOptions o;
+  o.max_steps = 512;  // a fuzz run's budget: 512 x 64 x 64 x 3 per camera
+  o.max_image_side = 64;
+  o.max_vector = 64;
+  absl::StatusOr<rlvla3::DemoRecording> r =
+      rlvla3::ReadLiberoHdf5(file.path(), o);
+  if (!r.ok()) {
+    if (r.status().code() != absl::StatusCode::kInvalidArgument) std::abort();
+    if (r.status().message().rfind(file.path() + ": ", 0) != 0) std::abort();
+    return 0;
+  }
+  for (const rlvla3::DemoEpisode& e : r->episodes) {
+    const size_t t = static_cast<size_t>(e.steps);
+    if (e.steps < 1 || e.steps > o.max_steps) std::abort();
+    if (e.actions.size() != t * static_cast<size_t>(r->action_size)) {
+      std::abort();
+    }
+    if (e.images.size() != r->cameras.size() || e.rewards.size() != t ||
+        e.dones.size() != t || e.proprio.size() != r->proprio.size()) {
+      std::abort();
+    }
+    for (size_t c = 0; c < r->cameras.size(); ++c) {
+      const rlvla3::DemoCamera& cam = r->cameras[c];
+      if (e.images[c].size() !=
+          t * static_cast<size_t>(cam.height * cam.width * 3)) {
+        std::abort();
+      }
+    }
+  }
+  return 0;
+}
