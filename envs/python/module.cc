@@ -6,11 +6,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "envs/egl_context.h"
 #include "envs/python/vec_env_core.h"
 #include "envs/task_file.h"
@@ -51,11 +53,11 @@ struct MakeArgs {
 
 // `name` within [lo, hi] (the bounds of the config key of the same meaning,
 // runtime/config.cc), or ValueError naming it.
-void CheckRange(const char* name, double v, double lo, double hi) {
+template <typename T>
+void CheckRange(const char* name, T v, T lo, T hi) {
   if (v >= lo && v <= hi) return;
-  throw py::value_error(std::string(name) + " = " + std::to_string(v) +
-                        ": not in [" + std::to_string(lo) + ", " +
-                        std::to_string(hi) + "]");
+  throw py::value_error(
+      absl::StrCat(name, " = ", v, ": not in [", lo, ", ", hi, "]"));
 }
 
 // Every number checked before anything is built: a million envs or a
@@ -64,15 +66,15 @@ void CheckArgs(const MakeArgs& a) {
   CheckRange("num_envs", a.num_envs, 1, 4096);
   CheckRange("num_threads", a.num_threads, 1, 1024);
   CheckRange("task_block", a.task_block, 1, 4096);
-  CheckRange("seed", static_cast<double>(a.seed), 0, 9.0e18);
+  CheckRange<int64_t>("seed", a.seed, 0, INT64_MAX);
   CheckRange("height", a.height, 16, 1024);
   CheckRange("width", a.width, 16, 1024);
   CheckRange("max_episode_steps", a.max_episode_steps, 0, 1000000);
   CheckRange("max_sweep", a.max_sweep, 0, 4096);
   CheckRange("lp_num_threads", a.lp_num_threads, 0, 64);
-  CheckRange("init_first", a.init_first, 0, 2.0e9);
-  CheckRange("init_count", a.init_count, 1, 2.0e9);
-  CheckRange("step_deadline_s", a.step_deadline_s, 0, 3600);
+  CheckRange("init_first", a.init_first, 0, INT32_MAX);
+  CheckRange("init_count", a.init_count, 1, INT32_MAX);
+  CheckRange("step_deadline_s", a.step_deadline_s, 0.0, 3600.0);
   if (a.cameras.empty() || a.cameras.size() > 8) {
     throw py::value_error("cameras: 1 to 8 names");
   }
