@@ -141,7 +141,8 @@ void DescribeEnv(Config* c, ConfigSchema* s) {
           {0.0, false, 100.0, false},
           "horizon rule: env.max_episode_steps = this x the median expert "
           "episode length the checkpoint's demos recorded (train and eval "
-          "from a checkpoint; a given env.max_episode_steps wins; 0: off)");
+          "from a checkpoint; a given env.max_episode_steps wins, unless only "
+          "the file gave it and --set gives this; 0: off)");
   s->Int("env.expert_steps", &c->env.expert_steps, {0, 1000000},
          "median expert episode length (control steps) of the demos; "
          "recorded by sft and taken from the checkpoint (0: unknown)");

@@ -45,10 +45,15 @@ CheckpointContext ContextOf(const Config& c, int64_t execute_steps,
           c.env.expert_steps};
 }
 
-// The horizon rule (env.horizon_factor) over the recorded expert length.
+// The horizon rule (env.horizon_factor) over the recorded expert length. A
+// given env.max_episode_steps wins, unless the factor was given with --set
+// and the steps only in the file: the command line's later word decides.
 void ApplyHorizonRule(const std::string& dir, Config* c) {
   if (c->env.horizon_factor <= 0 || c->env.expert_steps <= 0) return;
-  if (c->given.count("env.max_episode_steps") > 0) {
+  const bool factor_over_file =
+      c->overridden.count("env.horizon_factor") > 0 &&
+      c->overridden.count("env.max_episode_steps") == 0;
+  if (c->given.count("env.max_episode_steps") > 0 && !factor_over_file) {
     spdlog::info("{}: env.max_episode_steps {} as given, not the horizon rule",
                  dir, c->env.max_episode_steps);
     return;

@@ -162,8 +162,8 @@ TEST(CheckpointFit, ACheckpointWithoutARecordChangesNothing) {
 
 // The horizon rule: env.horizon_factor x the demos' median expert length
 // the checkpoint records sets the horizon of a run or eval from it; a given
-// env.max_episode_steps stands, and without the factor (or a record)
-// nothing changes.
+// env.max_episode_steps stands (unless only the file gave it and --set the
+// factor), and without the factor (or a record) nothing changes.
 TEST(CheckpointFit, TheHorizonRuleScalesTheRecordedExpertLength) {
   testutil::TestDir dir;
   ASSERT_TRUE(WriteCheckpointContext(dir.path(), Recorded()).ok());
@@ -176,6 +176,16 @@ TEST(CheckpointFit, TheHorizonRuleScalesTheRecordedExpertLength) {
   ASSERT_TRUE(
       FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &given).ok());
   EXPECT_EQ(given.env.max_episode_steps, 120);
+  // The factor given with --set over a file's horizon: the rule decides
+  // (issue 59's held-out runs passed --set env.horizon_factor=3.6 against
+  // learning_weak_start.yaml's 120 steps, and ran at 120).
+  const std::string file = dir.File("run.yaml");
+  std::ofstream(file) << "env:\n  max_episode_steps: 120\n";
+  absl::StatusOr<Config> over = LoadConfig(file, {"env.horizon_factor=2.5"});
+  ASSERT_TRUE(over.ok()) << over.status();
+  ASSERT_TRUE(
+      FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &*over).ok());
+  EXPECT_EQ(over->env.max_episode_steps, 83);
   Config off = Load({});
   ASSERT_TRUE(
       FitConfigToCheckpoint(dir.path(), CheckpointUse::kEval, &off).ok());
