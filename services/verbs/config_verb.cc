@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "envs/task_file.h"
 #include "policies/torchscript_policy.h"
 #include "runtime/config.h"
 #include "runtime/config_reference.h"
@@ -16,11 +17,22 @@
 namespace rlvla3 {
 namespace {
 
-// What a run would refuse at start, checked without running: a declared
+// What a run would refuse at start, checked without running: the tasks
+// resolve (names, or task files whose scenes compile), a declared
 // TorchScript policy loads and answers its probe (the module, its
 // declaration against the config, its tokenizer file), and sft.demos' files
 // fit the run (cameras, sizes, proprio, actions, tasks).
 absl::Status CheckRunInputs(const Config& c) {
+  if (absl::StatusOr<std::vector<TaskSpec>> t =
+          ResolveTaskList(c.env.tasks, "env.tasks");
+      !t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("env.tasks: ", t.status().message()));
+  }
+  if (absl::StatusOr<std::vector<TaskSpec>> t = SftTasks(c); !t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sft.tasks: ", t.status().message()));
+  }
   if (c.policy.kind == "torchscript" && c.rl.init_checkpoint.empty()) {
     absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
         TorchScriptPolicy::Load(c.policy.path, /*bins=*/256,

@@ -64,10 +64,10 @@ TEST(Cli, ConfigPrintsResolvedValues) {
 }
 
 // `config` checks what a run checks at start that needs no env (issue 60):
-// sft.demos' files are read and fitted to the run (the old verb printed the
-// config and exited 0; the run then failed at start with 1), exit 2 naming
-// the key and the file.
-TEST(Cli, ConfigChecksTheDemoFilesARunWouldRead) {
+// the tasks resolve, sft.demos' files are read and fitted to the run (the
+// old verb printed the config and exited 0; the run then failed at start
+// with 1), exit 2 naming the key and the file.
+TEST(Cli, ConfigChecksWhatARunReadsAtStart) {
   const rlvla3::testutil::TestDir dir;
   std::ofstream(dir.File("text.hdf5")) << "not hdf5\n";
   Result r =
@@ -78,6 +78,14 @@ TEST(Cli, ConfigChecksTheDemoFilesARunWouldRead) {
                           ": not an HDF5 file"),
             std::string::npos)
       << r.output;
+  // A task that does not resolve, or a task file that is a device.
+  for (const std::string tasks : {"nope", "/dev/zero"}) {
+    r = RunCli("config --set env.tasks=" + tasks);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("config error: env.tasks: "), std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find(tasks), std::string::npos) << r.output;
+  }
   // A key given with --set is named as --set, not as a config file.
   std::ofstream(dir.File("p.pt")) << "not a module\n";
   r = RunCli("config --set policy.kind=torchscript --set policy.path=" +
