@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 
@@ -87,6 +88,20 @@ void MakeSlotsAndQueues(const EnvPoolOptions& o, int threads,
   }
 }
 
+// EnvWorker::Create with anything it throws (a MuJoCo error, with
+// mujoco_errors.h's handler installed) as a status, so StartWorkers always
+// hears from every worker.
+absl::StatusOr<std::unique_ptr<EnvWorker>> CreateWorker(
+    EnvPoolState* state, int w, int threads,
+    const EnvWorker::TaskModels& models) {
+  try {
+    return EnvWorker::Create(state, w, threads, models);
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("env worker ", w, " could not make its envs: ", e.what()));
+  }
+}
+
 // Each worker makes its envs (and GL context) on its own thread; this returns
 // once all have, so `startup` outlives every use of it. On an error the
 // workers that did start keep running: the pool's destructor stops them.
@@ -98,7 +113,7 @@ absl::Status StartWorkers(Supervisor& supervisor, EnvPoolState& state,
         absl::StrCat("env-worker-", w),
         [&startup, &models, state = &state, w, threads]() -> absl::Status {
           absl::StatusOr<std::unique_ptr<EnvWorker>> worker =
-              EnvWorker::Create(state, w, threads, models);
+              CreateWorker(state, w, threads, models);
           {
             // Notified under the lock: once StartWorkers sees the last
             // worker counted it returns and destroys `startup`, so no worker

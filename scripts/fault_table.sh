@@ -160,6 +160,9 @@ row "down --local with a stale up.pid naming another process" "nothing signalled
   gtest local_cluster_test '*StaleUpPid*'
 row "HDF5 demo files: attribute arrays, 10^9 steps, a huge camera, no steps, NaN" \
   "exit 2 naming the dataset; nothing of the declared size allocated" hostile_demos
+row "an HDF5 demo file that crashes HDF5 itself (SIGSEGV in H5Aread) or never finishes" \
+  "read in a child first: refused naming the file; the run goes on" \
+  gtest libero_file_test '*CrashesHdf5*:*DoesNotFinish*'
 row "a folder of demo files holding a link loop and a dangling link" \
   "the files it holds listed; no uncaught filesystem_error" \
   gtest sft_demo_file_test '*LinkLoop*:*AnotherShape*'
@@ -170,7 +173,7 @@ row "a TorchScript heads() that raises at the load-time probe" \
   "refused naming heads() and the shapes given" gtest declared_policy_test '*Raises*'
 row "a tokenizer model, task file or scene that is a folder or /dev/zero" \
   "refused unread: not a regular file" not_regular_files
-row "rlvla3_envs: an id listed twice, 10^6 envs, negative horizon or seed, two threads" \
+row "rlvla3_envs: an id listed twice, 10^6 envs, negative horizon or seed, two threads, a MuJoCo error" \
   "ValueError / RuntimeError; no hang, no exit" python_misuse
 row "fuzzed demo files, declarations, task files, configs (seed corpora)" \
   "no crash; errors name the file" replay

@@ -428,4 +428,9 @@ absl::StatusOr<std::vector<std::string>> Hdf5File::Members(
   return out;
 }
 
+int64_t OpenHdf5Objects() {
+  return static_cast<int64_t>(
+      H5Fget_obj_count(static_cast<hid_t>(H5F_OBJ_ALL), H5F_OBJ_ALL));
+}
+
 }  // namespace rlvla3

@@ -105,6 +105,11 @@ class Hdf5File {
   int64_t id_ = -1;  // hid_t
 };
 
+// HDF5 objects (files, groups, datasets, types, attributes) open in this
+// process: 0 whenever no Hdf5File is alive, on every path through a read
+// (the demo-file fuzz target checks it after each input).
+int64_t OpenHdf5Objects();
+
 }  // namespace rlvla3
 
 #endif  // RLVLA3_ENVS_DEMOS_HDF5_FILE_H_

@@ -2,6 +2,7 @@
 // with numpy in and out. Batches come back as fresh numpy arrays filled by
 // one copy per frame with the GIL released; waiting for envs releases it too.
 // The Gymnasium-style API is rlvla3_envs/__init__.py, over this.
+#include <mujoco/mujoco.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -14,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "envs/egl_context.h"
+#include "envs/mujoco_errors.h"
 #include "envs/python/vec_env_core.h"
 #include "envs/task_file.h"
 
@@ -352,6 +354,12 @@ PYBIND11_MODULE(_core, m) {
       names.push_back(t.name);
     return names;
   });
+  // MuJoCo's fatal errors raise RuntimeError (on this thread) or become a
+  // counted env fault (on a worker) instead of exiting the interpreter.
+  rlvla3::InstallMujocoErrorHandlers();
+  // Test hook: a MuJoCo error through MuJoCo's own mju_error.
+  m.def("_raise_mujoco_error",
+        [](const std::string& msg) { mju_error(msg.c_str()); });
   rlvla3::BindMakeArgs(m);
   rlvla3::BindVecEnv(m);
 }

@@ -21,7 +21,8 @@ absl::StatusOr<std::unique_ptr<VecEnvCore>> VecEnvCore::Create(
 VecEnvCore::VecEnvCore(std::unique_ptr<EnvPool> pool)
     : pool_(std::move(pool)),
       experts_(static_cast<size_t>(pool_->num_envs())),
-      expert_episode_(static_cast<size_t>(pool_->num_envs()), 0) {
+      expert_episode_(static_cast<size_t>(pool_->num_envs()), 0),
+      seen_(static_cast<size_t>(pool_->num_envs()), 0) {
   const EnvOptions& e = pool_->options().env;
   cameras_ = static_cast<int>(e.cameras.size());
   camera_bytes_ = static_cast<size_t>(e.image_height) *
@@ -67,20 +68,26 @@ void VecEnvCore::Gather(absl::Span<const int> ids,
   }
 }
 
-absl::Status VecEnvCore::CheckIds(absl::Span<const int> ids) const {
-  std::vector<bool> seen(static_cast<size_t>(num_envs()), false);
-  for (int id : ids) {
+absl::Status VecEnvCore::CheckIds(absl::Span<const int> ids) {
+  absl::Status status = absl::OkStatus();
+  size_t marked = 0;
+  for (; marked < ids.size(); ++marked) {
+    const int id = ids[marked];
     if (id < 0 || id >= num_envs()) {
-      return absl::InvalidArgumentError(
+      status = absl::InvalidArgumentError(
           absl::StrCat("env id ", id, " is not in [0, ", num_envs(), ")"));
+      break;
     }
-    if (seen[static_cast<size_t>(id)]) {
-      return absl::InvalidArgumentError(
+    if (seen_[static_cast<size_t>(id)] != 0) {
+      status = absl::InvalidArgumentError(
           absl::StrCat("env id ", id, " is listed twice: one action per env"));
+      break;
     }
-    seen[static_cast<size_t>(id)] = true;
+    seen_[static_cast<size_t>(id)] = 1;
   }
-  return absl::OkStatus();
+  // Clears only what this call marked: no allocation, no O(num_envs) sweep.
+  for (size_t i = 0; i < marked; ++i) seen_[static_cast<size_t>(ids[i])] = 0;
+  return status;
 }
 
 absl::Status VecEnvCore::Send(absl::Span<const int> ids,

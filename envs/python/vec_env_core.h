@@ -83,14 +83,16 @@ class VecEnvCore {
   explicit VecEnvCore(std::unique_ptr<EnvPool> pool);
   // The env's expert, made on first use (a toy env has none).
   absl::StatusOr<ScriptedExpert*> ExpertOf(int env_id);
-  // Each id in [0, num_envs) and listed once.
-  absl::Status CheckIds(absl::Span<const int> ids) const;
+  // Each id in [0, num_envs) and listed once (seen_ as scratch: the caller
+  // is one thread at a time, as every call here).
+  absl::Status CheckIds(absl::Span<const int> ids);
 
   std::unique_ptr<EnvPool> pool_;
   int cameras_ = 0;
   size_t camera_bytes_ = 0;
   std::vector<std::optional<ScriptedExpert>> experts_;
   std::vector<uint64_t> expert_episode_;  // the episode each script runs
+  std::vector<uint8_t> seen_;  // CheckIds' marks, all 0 between calls
 };
 
 }  // namespace rlvla3

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "runtime/config.h"
 #include "runtime/config_schema.h"
 #include "runtime/device_name.h"
@@ -208,6 +209,57 @@ void ParseStorage(Parser& p, const YAML::Node& root, StorageSpec* s) {
         "ReadWriteOnce or ReadWriteMany", &s->access_mode);
 }
 
+// A label's name part, or a value: 63 characters, alphanumerics with '-', '_'
+// and '.' inside (a value may be empty).
+bool IsLabelPart(const std::string& s, bool allow_empty) {
+  if (s.empty()) return allow_empty;
+  if (s.size() > 63) return false;
+  const auto alnum = [](char c) { return absl::ascii_isalnum(c); };
+  return alnum(s.front()) && alnum(s.back()) &&
+         std::all_of(s.begin(), s.end(), [&](char c) {
+           return alnum(c) || c == '-' || c == '_' || c == '.';
+         });
+}
+
+// A label key: [DNS-1123 subdomain prefix '/'] name.
+bool IsLabelKey(const std::string& s) {
+  const size_t slash = s.find('/');
+  if (slash == std::string::npos) return IsLabelPart(s, false);
+  const std::string prefix = s.substr(0, slash);
+  if (prefix.empty() || prefix.size() > 253) return false;
+  for (const absl::string_view part : absl::StrSplit(prefix, '.')) {
+    if (!IsDnsLabel(std::string(part), 63, false)) return false;
+  }
+  return IsLabelPart(s.substr(slash + 1), false);
+}
+
+void ParseScraper(Parser& p, const YAML::Node& root, ScraperSpec* s) {
+  const YAML::Node node = root["scraper"];
+  if (!node.IsDefined()) return;
+  if (!p.Map(node, "scraper", {"namespace", "pod_labels"})) return;
+  p.Str(node, "scraper", "namespace", false, NamespaceOk,
+        "the namespace the metrics scraper runs in (a DNS-1123 label)", &s->ns);
+  const YAML::Node labels = node["pod_labels"];
+  if (!labels.IsDefined() || !p.status().ok()) return;
+  const std::string expected =
+      "a mapping of at most 8 pod labels, key: value (Kubernetes label "
+      "syntax)";
+  if (!labels.IsMap() || labels.size() > 8) {
+    p.Fail("scraper.pod_labels", "", expected);
+    return;
+  }
+  for (const auto& kv : labels) {
+    const std::string key = kv.first.Scalar();
+    if (!kv.second.IsScalar() || !IsLabelKey(key) ||
+        !IsLabelPart(kv.second.Scalar(), true)) {
+      p.Fail(absl::StrCat("scraper.pod_labels.", key),
+             kv.second.IsScalar() ? kv.second.Scalar() : "", expected);
+      return;
+    }
+    s->pod_labels.emplace_back(key, kv.second.Scalar());
+  }
+}
+
 void ParseTls(Parser& p, const YAML::Node& root, TlsSpec* t) {
   const YAML::Node node = root["tls"];
   if (!node.IsDefined()) return;
@@ -321,7 +373,7 @@ absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
   if (!p.Map(root, "",
              {"name", "namespace", "image", "config", "token_file", "tls",
               "allow_plaintext_token", "set", "learner", "inference", "rollout",
-              "storage", "ports"})) {
+              "storage", "ports", "scraper"})) {
     return p.status();
   }
   p.Str(root, "", "name", true, NameOk,
@@ -345,6 +397,7 @@ absl::StatusOr<ClusterSpec> ParseClusterSpec(const std::string& text,
   ParseRole(p, root, "rollout", 256, &c.rollout);
   ParseStorage(p, root, &c.storage);
   ParsePorts(p, root, &c);
+  ParseScraper(p, root, &c.scraper);
   ResolveFile(p, c, "config", c.config, check_files, &c.config_path);
   ResolveFile(p, c, "token_file", c.token_file, check_files, &c.token_path);
   ResolveFile(p, c, "tls.cert", c.tls.cert, check_files, &c.tls.cert_path);

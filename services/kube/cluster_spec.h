@@ -22,6 +22,8 @@
 //   storage:   {class: standard, size: 20Gi, access_mode: ReadWriteMany}
 //   ports:     {learner: 50051, inference: 50052, rollout: 50053,
 //               rendezvous: 29500, metrics: 9464}   # metrics 0: no /metrics
+//   scraper:   {namespace: monitoring,    # who may reach the metrics port:
+//               pod_labels: {app.kubernetes.io/name: prometheus}}
 //
 // Example:
 //   absl::StatusOr<ClusterSpec> spec = LoadClusterSpec("deploy/cluster.yaml");
@@ -33,6 +35,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,6 +71,13 @@ struct StorageSpec {
                             // ReadWriteOnce, unless given
 };
 
+// Who may connect to the pods' metrics port (the NetworkPolicy): the pods of
+// `ns` carrying every one of `pod_labels` (none: any pod of `ns`).
+struct ScraperSpec {
+  std::string ns = "monitoring";
+  std::vector<std::pair<std::string, std::string>> pod_labels;
+};
+
 struct ClusterSpec {
   std::string path;  // the CLUSTER.yaml it came from
   std::string name;  // job name: prefix of every object, label instance=
@@ -84,6 +94,7 @@ struct ClusterSpec {
   RoleSpec rollout{1, 0, "", "", 50053, {}};
   int64_t rendezvous_port = 29500;  // learner ranks' c10d rendezvous
   int64_t metrics_port = 9464;      // every pod's /metrics (0: none)
+  ScraperSpec scraper;
   StorageSpec storage;
   // Run-config overrides ("key=value") for every role's pods (`set:`).
   std::vector<std::string> overrides;

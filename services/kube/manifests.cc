@@ -143,6 +143,47 @@ void InstanceSelector(YAML::Emitter& e, const ClusterSpec& spec) {
   e << YAML::EndMap << YAML::EndMap;
 }
 
+// The scraper as the dry run tells it: "pods labelled a=b in namespace m".
+std::string DescribeScraper(const ScraperSpec& s) {
+  std::vector<std::string> labels;
+  for (const auto& [key, value] : s.pod_labels)
+    labels.push_back(absl::StrCat(key, "=", value));
+  return absl::StrCat(
+      labels.empty()
+          ? "any pod"
+          : absl::StrCat("pods labelled ", absl::StrJoin(labels, ", ")),
+      " in namespace ", s.ns, " (CLUSTER.yaml scraper)");
+}
+
+// The metrics port, open to the scraper alone: its namespace (by the label
+// Kubernetes sets on every namespace) and, if given, its pods' labels.
+void MetricsIngress(YAML::Emitter& e, const ClusterSpec& spec) {
+  e << YAML::BeginMap;
+  Key(e, "from");
+  e << YAML::BeginSeq << YAML::BeginMap;
+  Key(e, "namespaceSelector");
+  e << YAML::BeginMap;
+  Key(e, "matchLabels");
+  e << YAML::BeginMap;
+  Str(e, "kubernetes.io/metadata.name", spec.scraper.ns);
+  e << YAML::EndMap << YAML::EndMap;
+  if (!spec.scraper.pod_labels.empty()) {
+    Key(e, "podSelector");
+    e << YAML::BeginMap;
+    Key(e, "matchLabels");
+    e << YAML::BeginMap;
+    for (const auto& [key, value] : spec.scraper.pod_labels)
+      Str(e, key.c_str(), value);
+    e << YAML::EndMap << YAML::EndMap;
+  }
+  e << YAML::EndMap << YAML::EndSeq;
+  Key(e, "ports");
+  e << YAML::BeginSeq << YAML::BeginMap;
+  Int(e, "port", spec.metrics_port);
+  Str(e, "protocol", "TCP");
+  e << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+}
+
 Manifest RenderNetworkPolicy(const ClusterSpec& spec) {
   YAML::Emitter e;
   const std::string name = ObjectName(spec, "same-job");
@@ -161,15 +202,7 @@ Manifest RenderNetworkPolicy(const ClusterSpec& spec) {
   Key(e, "podSelector");
   InstanceSelector(e, spec);
   e << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
-  if (spec.metrics_port != 0) {
-    // The cluster's Prometheus, wherever it runs, scrapes /metrics.
-    e << YAML::BeginMap;
-    Key(e, "ports");
-    e << YAML::BeginSeq << YAML::BeginMap;
-    Int(e, "port", spec.metrics_port);
-    Str(e, "protocol", "TCP");
-    e << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
-  }
+  if (spec.metrics_port != 0) MetricsIngress(e, spec);
   e << YAML::EndSeq << YAML::EndMap;
   return Finish(e, "NetworkPolicy", name,
                 spec.metrics_port == 0
@@ -177,8 +210,9 @@ Manifest RenderNetworkPolicy(const ClusterSpec& spec) {
                       "pods only (every port)."
                     : absl::StrCat("The job's pods accept connections from "
                                    "the job's own pods (every port), and "
-                                   "from anywhere on the metrics port ",
-                                   spec.metrics_port, "."));
+                                   "on the metrics port ",
+                                   spec.metrics_port, " from ",
+                                   DescribeScraper(spec.scraper), "."));
 }
 
 // ---- the roles --------------------------------------------------------------

@@ -78,6 +78,25 @@ def check_dashboard(web, src):
     if missing:
         print("FAIL: the dashboard queries metrics no role serves: {}".format(missing))
         return 1
+    # Every panel's query, with the Job and Namespace variables as a user
+    # picks them here (this job, All namespaces), is valid PromQL; the frames
+    # panel shows this job's series, each labelled with it.
+    names = [v["name"] for v in dash["templating"]["list"]]
+    if sorted(names) != ["job", "namespace"]:
+        print("FAIL: the dashboard's variables are {}, not job and namespace".format(names))
+        return 1
+    for e in exprs:
+        q = e.replace("$namespace", ".*").replace("$job", "rl-vla3-local")
+        result = query(web, q)
+        if "rlvla3_env_frames_total" in e and (
+                not result or any(r["metric"].get("job") != "rl-vla3-local" for r in result)):
+            print("FAIL: {} gave {}".format(q, result))
+            return 1
+    other = query(web, exprs[0].replace("$namespace", ".*").replace("$job", "another-job"))
+    if other:
+        print("FAIL: the Job variable does not filter: {}".format(other))
+        return 1
+    print("dashboard: every query valid with job=rl-vla3-local; another job shows nothing")
     return 0
 
 

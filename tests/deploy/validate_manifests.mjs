@@ -168,13 +168,22 @@ function checkNetworkPolicy(objects) {
         fail(id, `does not select the pods of ${w.id}`);
       }
     }
-    const peers = (obj.spec.ingress ?? []).flatMap((rule) => rule.from ?? []);
+    // Every rule names its sources: the job's own pods (any port), or a
+    // scraper's namespace (and pods) on the listed ports only. A rule without
+    // `from` would admit any source.
+    const rules = obj.spec.ingress ?? [];
+    const sameJob = (p) =>
+      !p.namespaceSelector && p.podSelector?.matchLabels?.[INSTANCE] === selector?.[INSTANCE];
+    const scraper = (p, rule) =>
+      p.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"] &&
+      (rule.ports ?? []).length > 0;
     if (
       !(obj.spec.policyTypes ?? []).includes("Ingress") ||
-      peers.length === 0 ||
-      peers.some((p) => p.podSelector?.matchLabels?.[INSTANCE] !== selector?.[INSTANCE])
+      !rules.some((rule) => (rule.from ?? []).some(sameJob)) ||
+      rules.some((rule) => (rule.from ?? []).length === 0) ||
+      rules.some((rule) => rule.from.some((p) => !sameJob(p) && !scraper(p, rule)))
     ) {
-      fail(id, "ingress is not limited to the job's own pods");
+      fail(id, "ingress is not limited to the job's own pods and a named scraper's ports");
     }
   }
 }

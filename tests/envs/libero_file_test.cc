@@ -14,6 +14,7 @@
 #include <string>
 
 #include "envs/demos/hdf5_file.h"
+#include "envs/demos/isolated_read.h"
 #include "tests/test_dir.h"
 
 namespace rlvla3 {
@@ -247,7 +248,54 @@ TEST(LiberoFile, HostileFilesAreRefusedBeforeAnythingIsAllocated) {
     const std::string error = ErrorOf(dir.File(name));
     EXPECT_NE(error.find(dir.File(name) + ": " + expected), std::string::npos)
         << "expected \"" << expected << "\" in: " << error;
+    // Every object the refused read opened was closed again.
+    EXPECT_EQ(OpenHdf5Objects(), 0) << name;
   }
+}
+
+// A 17 KiB file (found by demo_file_fuzz) whose global heap names a 2^52-byte
+// string: HDF5 itself segfaults in H5Aread reading its `task`. Read in a
+// child first, it is refused naming the file, and this process goes on.
+TEST(LiberoFile, AFileThatCrashesHdf5IsRefusedAndTheReaderGoesOn) {
+  const std::string path = std::string(RLVLA3_SOURCE_DIR) +
+                           "/tests/fuzz/corpus/demo_file/"
+                           "hdf5_global_heap_2e52.hdf5";
+  const absl::StatusOr<DemoRecording> r = ReadLiberoHdf5Isolated(path);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find(
+                path + ": the HDF5 library crashed reading it (signal 11"),
+            std::string::npos)
+      << r.status();
+  EXPECT_EQ(OpenHdf5Objects(), 0);
+  // A good file reads in the child and then here, as a direct read does.
+  const testutil::TestDir dir;
+  ASSERT_TRUE(WriteLiberoHdf5(Recording(), dir.File("good.hdf5")).ok());
+  const absl::StatusOr<DemoRecording> good =
+      ReadLiberoHdf5Isolated(dir.File("good.hdf5"));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->episodes.size(), Recording().episodes.size());
+  EXPECT_EQ(good->episodes[0].actions, Recording().episodes[0].actions);
+  // A refusal the child reports comes back as it is, read once.
+  std::ofstream(dir.File("text.hdf5")) << "not hdf5\n";
+  EXPECT_NE(ReadLiberoHdf5Isolated(dir.File("text.hdf5"))
+                .status()
+                .message()
+                .find("text.hdf5: not an HDF5 file"),
+            std::string::npos);
+}
+
+TEST(LiberoFile, AReadThatDoesNotFinishInTimeIsKilledAndRefused) {
+  const testutil::TestDir dir;
+  ASSERT_TRUE(WriteLiberoHdf5(Recording(), dir.File("slow.hdf5")).ok());
+  // No time at all: the child cannot have reported, so it is killed.
+  const absl::StatusOr<DemoRecording> r =
+      ReadLiberoHdf5Isolated(dir.File("slow.hdf5"), DemoReadOptions{},
+                             IsolatedReadOptions{absl::ZeroDuration(), 1e30});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("did not finish"), std::string::npos)
+      << r.status();
 }
 
 }  // namespace

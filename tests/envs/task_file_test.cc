@@ -65,6 +65,16 @@ TEST(TaskFile, ErrorsNameTheFileAndTheKey) {
   EXPECT_EQ(LoadTaskFile(p).status().message(),
             p + ": goal: predicate \"above\": expected on, in, lifted, open, "
                 "closed or near");
+  // Found by task_file_fuzz: a bare tag made the name empty, and yaml-cpp
+  // kept one of two `goal` keys; both were accepted.
+  p = Write(dir, "tag.yaml",
+            "name: !x\ninstruction: y\nobjects: [red_cube]\ngoal: []\n");
+  EXPECT_EQ(LoadTaskFile(p).status().message(),
+            p + ": name: \"\": expected 1 to 64 letters, digits, '_' or '-'");
+  p = Write(dir, "twice.yaml",
+            "name: x\ninstruction: y\nobjects: [red_cube]\ngoal: []\n"
+            "goal: []\n");
+  EXPECT_EQ(LoadTaskFile(p).status().message(), p + ": goal: given twice");
   p = Write(dir, "missing.yaml", "name: x\nobjects: [red_cube]\n");
   EXPECT_EQ(LoadTaskFile(p).status().message(), p + ": instruction: missing");
   EXPECT_EQ(LoadTaskFile("/nonexistent/t.yaml").status().message(),

@@ -24,8 +24,9 @@ first observation (reward 0, elapsed_step 0).
 
 Observations are a dict: one uint8 [n, H, W, 3] array per camera (views into
 one [n, C, H, W, 3] block, `info["images"]`) and float32 "proprio" [n, 8]
-(end-effector position, orientation quaternion, gripper). The batch arrays are
-the caller's: each call returns fresh ones, filled by one copy per frame.
+(end-effector position 3, axis-angle orientation 3, the two finger positions
+2). The batch arrays are the caller's: each call returns fresh ones, filled by
+one copy per frame.
 """
 
 from . import _core
@@ -54,11 +55,11 @@ def make(task="put_red_cube_in_basket", num_envs=8, num_threads=1, seed=0,
         of them (env i runs task (i // task_block) % len(tasks)); "all": the
         suite.
     seed: env i draws its episodes' initial states from seed + i.
-    image_size: (height, width) of every camera.
+    image_size: (height, width) of every camera (default 64 x 64).
     cameras: the scene cameras each observation holds, in order.
     max_episode_steps: the horizon (0: the task's).
-    batch_size: envs a worker steps in one sweep before handing them over
-        (default: all of its envs, as the engine's pool).
+    batch_size: recv()'s default min_envs, 1 to num_envs (default: every
+        env). It does not change how the worker threads step their envs.
     init_states: (first, count): episodes start from initial states first ..
         first + count - 1 of the task.
     """

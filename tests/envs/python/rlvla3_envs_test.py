@@ -154,6 +154,15 @@ class Misuse(unittest.TestCase):
             self.assertEqual(got, [TimeoutError])
             self.assertIn("steps", envs.stats())  # free again
 
+    def test_a_mujoco_error_is_a_python_exception(self):
+        # Without the module's handler MuJoCo printed "Press Enter to exit"
+        # and exited the interpreter.
+        with self.assertRaisesRegex(RuntimeError, "MuJoCo: boom"):
+            rlvla3_envs._core._raise_mujoco_error("boom")
+        with make(num_envs=1, num_threads=1) as envs:  # the module goes on
+            obs, _ = envs.reset(seed=0)
+            self.assertEqual(obs["proprio"].shape[0], 1)
+
 
 class Errors(unittest.TestCase):
     def test_an_unknown_task_or_camera_names_it(self):
