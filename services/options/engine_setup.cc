@@ -50,6 +50,9 @@ absl::StatusOr<EngineSetup> EngineSetupFromConfig(const Config& c,
   };
   absl::StatusOr<ResumePlan> plan = ResumePlan{};
   if (write_outputs) {
+    if (absl::Status s = RefuseUnusedInitCheckpoint(c, checkpoints); !s.ok()) {
+      return s;
+    }
     plan = PlanAndBuild(c, checkpoints, build);
   } else if (absl::Status b = build(c); !b.ok()) {
     return b;

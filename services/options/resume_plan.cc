@@ -65,6 +65,34 @@ absl::StatusOr<ResumePlan> PlanResume(
   return p;
 }
 
+absl::Status RefuseUnusedInitCheckpoint(const Config& c,
+                                        const std::string& checkpoint_dir) {
+  const std::string key = "rl.init_checkpoint";
+  if (c.rl.init_checkpoint.empty() || c.overridden.count(key) == 0 ||
+      c.rl.resume != "auto") {
+    return absl::OkStatus();
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(checkpoint_dir, ec)) {
+    return absl::OkStatus();
+  }
+  std::vector<SkippedCheckpoint> rejected;
+  const absl::StatusOr<CheckpointInfo> newest =
+      CheckpointStore(checkpoint_dir).NewestValid(&rejected, {});
+  if (!newest.ok()) return absl::OkStatus();  // PlanResume says what it finds
+  return ConfigError{
+      c.OriginOf(key), key, c.rl.init_checkpoint,
+      absl::StrCat(
+          "a start this run uses, but ", checkpoint_dir,
+          " already holds checkpoints and rl.resume=auto resumes the newest, ",
+          newest->path,
+          ", leaving this one unused. Start from it in another "
+          "folder (--set run.name=NEW), or here afresh with --set "
+          "rl.resume=never (removes the folder's checkpoints); to resume, "
+          "leave out --init-checkpoint")}
+      .ToStatus();
+}
+
 absl::StatusOr<ResumePlan> PlanAndBuild(
     const Config& c, const std::string& checkpoint_dir,
     const std::function<absl::Status(const Config&)>& build) {

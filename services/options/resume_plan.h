@@ -54,6 +54,14 @@ absl::StatusOr<ResumePlan> PlanResume(
     const Config& c, const std::string& checkpoint_dir,
     const std::vector<SkippedCheckpoint>& unloadable = {});
 
+// `train --init-checkpoint X` (rl.init_checkpoint given with --set) into a
+// run folder whose checkpoints rl.resume=auto would resume: X would go
+// unused, so it is a config error naming the folder's checkpoint and the two
+// ways out (another run.name, or rl.resume=never). A rl.init_checkpoint the
+// config file gives is the run's own start, and a restart resumes past it.
+absl::Status RefuseUnusedInitCheckpoint(const Config& c,
+                                        const std::string& checkpoint_dir);
+
 // PlanResume and ConfigForResume, then `build` (the learner's policy and
 // options, from the fitted config). Under auto, a checkpoint that verifies
 // but does not build (its weights do not load) while the config alone does

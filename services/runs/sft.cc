@@ -309,6 +309,12 @@ absl::StatusOr<SftResult> RunSft(
           : ReadDemonstrations(o.demo_files, o.demos.chunk, o.tasks,
                                o.demos.env.image_width,
                                o.demos.env.image_height, o.demos.env.cameras);
+  if (!demos.ok() && !o.demo_files.empty()) {
+    // The user's files: FailedPrecondition, which the verb reports as the
+    // config's (exit 2), as `rl-vla3 config` does.
+    return absl::FailedPreconditionError(
+        absl::StrCat("sft.demos: ", demos.status().message()));
+  }
   if (!demos.ok()) return demos.status();
   result.collect_s = SecondsSince(t0);
   result.demo_samples = static_cast<int64_t>(demos->size());

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "envs/demos/isolated_read.h"
 #include "envs/demos/libero_file.h"
 #include "policies/action_tokenizer.h"
 #include "services/runs/sft.h"
@@ -193,7 +194,8 @@ absl::StatusOr<DemoSet> ReadDemonstrations(
     const std::vector<std::string>& cameras) {
   DemoRecording all;
   for (const std::string& file : files) {
-    absl::StatusOr<DemoRecording> r = ReadLiberoHdf5(file);
+    // In a child first: a file that crashes HDF5 is refused (isolated_read.h).
+    absl::StatusOr<DemoRecording> r = ReadLiberoHdf5Isolated(file);
     if (!r.ok()) return r.status();
     if (file == files.front()) {
       all = *std::move(r);

@@ -1,4 +1,5 @@
-// `rl-vla3 sft`: behaviour cloning of TinyVLA from the scripted experts.
+// `rl-vla3 sft`: supervised fine-tuning from demonstrations (the scripted
+// experts', or the HDF5 files sft.demos names).
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -42,12 +43,23 @@ int VerbSft(const VerbArgs& f) {
       *options, *dir, [&](const std::string& line) { progress.Update(line); });
   progress.Finish();
   if (!r.ok()) {
+    // A demo file the run cannot use (sft.demos) is the user's input: exit 2
+    // with the message `rl-vla3 config` prints for it.
+    if (r.status().code() == absl::StatusCode::kFailedPrecondition) {
+      std::fprintf(stderr, "rl-vla3: config error: %s\n",
+                   std::string(r.status().message()).c_str());
+      return kExitUsage;
+    }
     spdlog::error("sft: {}", r.status().ToString());
     return kExitFailure;
   }
   const std::string summary = FormatSftResult(*r);
   std::printf("%s", summary.c_str());
-  std::ofstream(*dir + "/sft_summary.txt") << summary;
+  if (absl::Status s = WriteTextFile(*dir + "/sft_summary.txt", summary);
+      !s.ok()) {
+    spdlog::error("sft: {}", s.ToString());
+    return kExitFailure;
+  }
   return kExitOk;
 }
 

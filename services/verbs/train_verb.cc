@@ -51,6 +51,11 @@ int VerbTrain(const VerbArgs& f) {
                                     ? RunEngineOnce(*setup, *dir, RunOptions{})
                                     : absl::StatusOr<EngineRun>(setup.status());
   if (!r.ok()) {
+    if (IsConfigError(r.status())) {  // as a config's load reports one
+      std::fprintf(stderr, "rl-vla3: config error: %s\n",
+                   std::string(r.status().message()).c_str());
+      return kExitUsage;
+    }
     spdlog::error("train: {}", r.status().ToString());
     // A config error, or a state only the user can resolve (checkpoints
     // that all fail, an unwritable folder): a restart would not help.

@@ -78,6 +78,15 @@ TEST(Cli, ConfigChecksWhatARunReadsAtStart) {
                           ": not an HDF5 file"),
             std::string::npos)
       << r.output;
+  // `sft` itself refuses the file the same way: the user's input, exit 2
+  // (it exited 1, as for a failure a restart could mend).
+  r = RunCli("sft --set sft.tasks=lift_the_red_cube --set run.out_dir=" +
+             dir.File("runs") + " --set sft.demos=" + dir.File("text.hdf5"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("config error: sft.demos: " + dir.File("text.hdf5") +
+                          ": not an HDF5 file"),
+            std::string::npos)
+      << r.output;
   // A task that does not resolve, or a task file that is a device.
   for (const std::string tasks : {"nope", "/dev/zero"}) {
     r = RunCli("config --set env.tasks=" + tasks);

@@ -202,6 +202,33 @@ TEST(Resume, AGivenKeyAgainstTheResumedCheckpointExits2NamingIt) {
   EXPECT_EQ(Train(dir, "--set rl.max_steps=10").exit_code, 0);
 }
 
+// `train --init-checkpoint X` into a folder it would resume instead: X would
+// go unused, so the run exits 2 naming the folder's checkpoint and the ways
+// out, and changes nothing; rl.resume=never takes X.
+TEST(Resume, AnInitCheckpointThatWouldGoUnusedExits2NamingTheWaysOut) {
+  const testutil::TestDir dir;
+  ASSERT_EQ(Train(dir, "--set rl.max_steps=5").exit_code, 0);
+  const std::vector<uint64_t> before = Versions(dir);
+  const std::string start = dir.path() + "/start";
+  fs::copy(Path(dir, before.back()), start, fs::copy_options::recursive);
+  const Result r =
+      Train(dir, "--set rl.max_steps=10 --init-checkpoint " + start);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  for (const std::string& part :
+       {std::string("rl.init_checkpoint"), Path(dir, before.front()),
+        std::string("--set run.name=NEW"), std::string("rl.resume=never")}) {
+    EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n"
+                                                      << r.output;
+  }
+  EXPECT_EQ(Versions(dir), before);
+  const Result fresh = Train(
+      dir,
+      "--set rl.max_steps=3 --set rl.resume=never --init-checkpoint " + start);
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.output;
+  EXPECT_NE(fresh.output.find("starting from " + start), std::string::npos)
+      << fresh.output;
+}
+
 TEST(Resume, BadResumePathExits2NamingTheKey) {
   const testutil::TestDir dir;
   const Result r = Train(dir, "--set rl.resume=" + dir.path() + "/nowhere");
