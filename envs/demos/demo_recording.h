@@ -16,6 +16,7 @@
 #define RLVLA3_ENVS_DEMOS_DEMO_RECORDING_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct DemoRecording {
   int64_t action_size = 7;
   std::vector<DemoEpisode> episodes;
   int64_t attempts = 0;  // episodes the recorder ran, kept or not
+  // The same per task (by task name), where the recorder knows it; a file
+  // holds one task's (WriteLiberoHdf5 writes `attempts` only).
+  std::map<std::string, int64_t> attempts_by_task;
 };
 
 }  // namespace rlvla3

@@ -103,6 +103,11 @@ absl::StatusOr<DemoSet> ReadDemonstrations(
 absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks,
     const std::string& dir);
+// The files of a recording, one per task: each holds its task's episodes
+// and its task's attempts (not the recording's total).
+absl::StatusOr<std::vector<std::string>> WriteRecordingPerTask(
+    const DemoRecording& all, const std::vector<TaskSpec>& tasks,
+    const std::string& dir);
 
 // Rollouts of `policy` from initial states first_init .. first_init +
 // episodes - 1 of each task: greedy (most likely token per dimension) or

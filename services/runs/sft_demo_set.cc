@@ -221,6 +221,12 @@ absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
     const std::string& dir) {
   absl::StatusOr<DemoRecording> all = CollectDemoRecording(o, tasks);
   if (!all.ok()) return all.status();
+  return WriteRecordingPerTask(*all, tasks, dir);
+}
+
+absl::StatusOr<std::vector<std::string>> WriteRecordingPerTask(
+    const DemoRecording& all, const std::vector<TaskSpec>& tasks,
+    const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
@@ -229,11 +235,17 @@ absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
   }
   std::vector<std::string> written;
   for (const TaskSpec& t : tasks) {
-    DemoRecording one = *all;
+    DemoRecording one = all;
     one.episodes.clear();
-    for (const DemoEpisode& e : all->episodes) {
+    for (const DemoEpisode& e : all.episodes) {
       if (e.task == t.name) one.episodes.push_back(e);
     }
+    // The file's own task's attempts: SFT over several files sums them.
+    const auto attempts = all.attempts_by_task.find(t.name);
+    one.attempts = attempts != all.attempts_by_task.end()
+                       ? attempts->second
+                       : static_cast<int64_t>(one.episodes.size());
+    one.attempts_by_task = {{t.name, one.attempts}};
     const std::string path = absl::StrCat(
         dir, "/", std::filesystem::path(t.name).stem().string(), "_demo.hdf5");
     if (absl::Status s = WriteLiberoHdf5(one, path); !s.ok()) return s;

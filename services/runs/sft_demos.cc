@@ -138,8 +138,9 @@ class DemoCollector {
     // The reward of the step before (the action recorded last).
     if (ep.steps > 0 && s.step > 0) ep.rewards.push_back(s.result.reward);
     if (s.result.done || s.result.truncated) {
-      ++r_.attempts;
       const int task = id % n_tasks_;
+      ++r_.attempts;
+      ++r_.attempts_by_task[task_names_[static_cast<size_t>(task)]];
       if (s.result.success && have_[task] < o_.demos_per_task &&
           static_cast<int>(ep.rewards.size()) == ep.steps) {
         ++have_[task];

@@ -67,8 +67,10 @@ int VerbSft(const VerbArgs& f) {
 
 Verb SftVerb() {
   return {"sft",
-          "behaviour cloning of TinyVLA from scripted-expert demonstrations "
-          "(sft.* keys);\nwrites <run.out_dir>/<run.name>/checkpoint\n",
+          "supervised fine-tuning (behaviour cloning) of the run's policy "
+          "(TinyVLA or a\ndeclared TorchScript module) from demonstrations: "
+          "the scripted experts', or the\nHDF5 files sft.demos names (sft.* "
+          "keys); writes <run.out_dir>/<run.name>/checkpoint\n",
           {},
           {},
           VerbSft};

@@ -246,6 +246,39 @@ TEST(SftDemoFile, ExportWritesOneLiberoFilePerTask) {
   EXPECT_EQ(r->cameras[1].name, "eye_in_hand");
 }
 
+// Each exported file holds its own task's attempts: every file held the
+// pool's total before, so SFT over two files reported twice the attempts.
+TEST(SftDemoFile, EachExportedFileHoldsItsOwnTasksAttempts) {
+  const testutil::TestDir dir;
+  Config c = OneTask();
+  c.sft.tasks = "lift_the_red_cube,close_the_drawer";
+  c.sft.demos_per_task = 1;
+  c.env.num_envs = 2;
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  ASSERT_EQ(tasks->size(), 2u);
+  const DemoOptions o = DemoOptionsFromConfig(c);
+  absl::StatusOr<DemoRecording> all = CollectDemoRecording(o, *tasks);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->attempts_by_task.size(), 2u);
+  absl::StatusOr<std::vector<std::string>> files =
+      WriteRecordingPerTask(*all, *tasks, dir.File("demos"));
+  ASSERT_TRUE(files.ok()) << files.status();
+  ASSERT_EQ(files->size(), 2u);
+  int64_t sum = 0;
+  for (size_t i = 0; i < files->size(); ++i) {
+    absl::StatusOr<DemoRecording> r = ReadLiberoHdf5((*files)[i]);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->attempts, all->attempts_by_task.at((*tasks)[i].name));
+    sum += r->attempts;
+  }
+  EXPECT_EQ(sum, all->attempts);
+  absl::StatusOr<DemoSet> both =
+      ReadDemonstrations(*files, o.chunk, *tasks, 32, 32, o.env.cameras);
+  ASSERT_TRUE(both.ok()) << both.status();
+  EXPECT_EQ(both->attempts, all->attempts);
+}
+
 // `rl-vla3 sft` with sft.demos naming the exported file trains as from the
 // live experts: the same samples, so the same optimizer steps and loss.
 TEST(SftDemoFile, SftFromTheExportedFileTrainsTheSameLossAsFromTheExperts) {
