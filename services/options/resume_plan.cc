@@ -72,20 +72,17 @@ absl::Status RefuseUnusedInitCheckpoint(const Config& c,
       c.rl.resume != "auto") {
     return absl::OkStatus();
   }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(checkpoint_dir, ec)) {
-    return absl::OkStatus();
+  // The resume's own decision: X goes unused exactly when it would resume.
+  const absl::StatusOr<ResumePlan> plan = PlanResume(c, checkpoint_dir);
+  if (!plan.ok() || plan->checkpoint.empty()) {
+    return absl::OkStatus();  // a fresh start, or PlanAndBuild's error
   }
-  std::vector<SkippedCheckpoint> rejected;
-  const absl::StatusOr<CheckpointInfo> newest =
-      CheckpointStore(checkpoint_dir).NewestValid(&rejected, {});
-  if (!newest.ok()) return absl::OkStatus();  // PlanResume says what it finds
   return ConfigError{
       c.OriginOf(key), key, c.rl.init_checkpoint,
       absl::StrCat(
           "a start this run uses, but ", checkpoint_dir,
           " already holds checkpoints and rl.resume=auto resumes the newest, ",
-          newest->path,
+          plan->checkpoint,
           ", leaving this one unused. Start from it in another "
           "folder (--set run.name=NEW), or here afresh with --set "
           "rl.resume=never (removes the folder's checkpoints); to resume, "

@@ -106,7 +106,7 @@ absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
 // The files of a recording, one per task: each holds its task's episodes
 // and its task's attempts (not the recording's total).
 absl::StatusOr<std::vector<std::string>> WriteRecordingPerTask(
-    const DemoRecording& all, const std::vector<TaskSpec>& tasks,
+    DemoRecording all, const std::vector<TaskSpec>& tasks,
     const std::string& dir);
 
 // Rollouts of `policy` from initial states first_init .. first_init +

@@ -221,11 +221,11 @@ absl::StatusOr<std::vector<std::string>> ExportDemonstrations(
     const std::string& dir) {
   absl::StatusOr<DemoRecording> all = CollectDemoRecording(o, tasks);
   if (!all.ok()) return all.status();
-  return WriteRecordingPerTask(*all, tasks, dir);
+  return WriteRecordingPerTask(*std::move(all), tasks, dir);
 }
 
 absl::StatusOr<std::vector<std::string>> WriteRecordingPerTask(
-    const DemoRecording& all, const std::vector<TaskSpec>& tasks,
+    DemoRecording all, const std::vector<TaskSpec>& tasks,
     const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -233,12 +233,15 @@ absl::StatusOr<std::vector<std::string>> WriteRecordingPerTask(
     return absl::UnavailableError(
         absl::StrCat(dir, ": cannot create (", ec.message(), ")"));
   }
+  // Each file: the recording's header (copied without any episode) and its
+  // task's episodes, moved in; no frame is copied.
+  std::vector<DemoEpisode> episodes = std::move(all.episodes);
+  all.episodes.clear();
   std::vector<std::string> written;
   for (const TaskSpec& t : tasks) {
     DemoRecording one = all;
-    one.episodes.clear();
-    for (const DemoEpisode& e : all.episodes) {
-      if (e.task == t.name) one.episodes.push_back(e);
+    for (DemoEpisode& e : episodes) {
+      if (e.task == t.name) one.episodes.push_back(std::move(e));
     }
     // The file's own task's attempts: SFT over several files sums them.
     const auto attempts = all.attempts_by_task.find(t.name);
