@@ -337,10 +337,14 @@ LearnerStepStats LearnerCore::Step() {
                                !std::isfinite(norm))) {
     ++skipped_steps_;
     st.skipped = true;
-    spdlog::warn(
-        "learner: non-finite loss ({}) or gradient norm ({}) at version {}; "
-        "optimizer step skipped, weights unchanged ({} skipped so far)",
-        st.loss, norm, version_, skipped_steps_);
+    // A failed agreement (a rank gone) is the group's error, said once by
+    // the caller; the values here may be finite.
+    if (group_status().ok()) {
+      spdlog::warn(
+          "learner: non-finite loss ({}) or gradient norm ({}) at version "
+          "{}; optimizer step skipped, weights unchanged ({} skipped so far)",
+          st.loss, norm, version_, skipped_steps_);
+    }
   } else {
     optimizer_->Step();
     st.optimizer_steps = 1;

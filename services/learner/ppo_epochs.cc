@@ -286,12 +286,14 @@ void LearnerCore::EndEpochs(bool completed, LearnerStepStats* st) {
   if (!completed && st->optimizer_steps == 0) {
     ++skipped_steps_;
     st->skipped = true;
-    spdlog::warn(
-        "learner: non-finite loss or gradient norm ({}) at version {}; "
-        "update skipped, weights unchanged ({} skipped so far)",
-        st->grad_norm, version_, skipped_steps_);
+    if (group_status().ok()) {  // else the group's error, said by the caller
+      spdlog::warn(
+          "learner: non-finite loss or gradient norm ({}) at version {}; "
+          "update skipped, weights unchanged ({} skipped so far)",
+          st->grad_norm, version_, skipped_steps_);
+    }
   } else {
-    if (!completed) {
+    if (!completed && group_status().ok()) {
       spdlog::warn(
           "learner: non-finite loss or gradient norm after {} minibatch "
           "steps at version {}; the rest of this update is skipped",

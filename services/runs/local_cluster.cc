@@ -388,10 +388,13 @@ int RunUpLocal(const UpLocalOptions& o) {
   std::fflush(stdout);
   StopAll(members, o);
   for (const Member& m : members) {
-    // Stopped by us: a learner that then failed to stop cleanly.
-    if (m.process->exit_code() != 0 && exit_code == kExitOk &&
-        m.role == Role::kLearner) {
-      exit_code = kExitFailure;
+    // Stopped by us: a learner that then failed to stop cleanly (its last
+    // checkpoint may be missing) is the run's failure, said with its log.
+    if (m.process->exit_code() != 0 && m.role == Role::kLearner) {
+      std::fprintf(stderr, "up: %s did not stop cleanly (%s). See %s\n",
+                   m.label().c_str(), m.process->HowItEnded().c_str(),
+                   m.process->log_path().c_str());
+      if (exit_code == kExitOk) exit_code = kExitFailure;
     }
   }
   std::error_code rm;

@@ -137,6 +137,20 @@ std::string ReadFile(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
+// The last `n` characters of both learner ranks' logs of run `name`: what
+// a failed stop shows (the test folder of a CI run is gone).
+std::string LearnerLogTails(const testutil::TestDir& dir,
+                            const std::string& name, size_t n = 3000) {
+  std::string out;
+  for (const char* log : {"learner.log", "learner_1.log"}) {
+    const std::string text =
+        ReadFile(dir.path() + "/" + name + "/logs/" + log);
+    out += "\n--- " + std::string(log) + " (tail) ---\n" +
+           text.substr(text.size() > n ? text.size() - n : 0);
+  }
+  return out;
+}
+
 // kill -9 of learner rank 1: `up` stops rank 0 too and restarts both; they
 // resume from the newest checkpoint and number above `published`; the
 // rollout workers are not restarted (their streams reconnect).
@@ -247,7 +261,7 @@ TEST(UpLocal, KilledLearnerRankRestartsTheGroupWhichResumesVersionsGoOn) {
   std::vector<std::string> down_args = Command({"down", "--local"}, config);
   RoleProcess down(RLVLA3_BINARY, down_args, {}, dir.File("down"));
   EXPECT_EQ(down.Wait(), 0) << down.Log();
-  EXPECT_EQ(up.Wait(), 0) << up.Log();
+  EXPECT_EQ(up.Wait(), 0) << up.Log() << LearnerLogTails(dir, "dp");
 
   // The same run on one rank: it resumes from the group's newest
   // checkpoint (both shards restored) above every version published.
