@@ -143,8 +143,7 @@ std::string LearnerLogTails(const testutil::TestDir& dir,
                             const std::string& name, size_t n = 3000) {
   std::string out;
   for (const char* log : {"learner.log", "learner_1.log"}) {
-    const std::string text =
-        ReadFile(dir.path() + "/" + name + "/logs/" + log);
+    const std::string text = ReadFile(dir.path() + "/" + name + "/logs/" + log);
     out += "\n--- " + std::string(log) + " (tail) ---\n" +
            text.substr(text.size() > n ? text.size() - n : 0);
   }
