@@ -189,12 +189,14 @@ absl::StatusOr<std::vector<Member>> MakeMembers(const UpLocalOptions& o) {
   return members;
 }
 
-// Every process of a role is asked at once, then each is waited for.
+// Every process is asked at once, then each is waited for, role by role.
 void StopAll(std::vector<Member>& members, const UpLocalOptions& o) {
+  // Every role is told at once: a learner rank told only after the rollout
+  // workers had gone could time out in a collective its peer never joined
+  // (no data left to fill its share) and end with the group's error, a
+  // failed stop, before it knew the run was stopping.
+  for (Member& m : members) m.process->Terminate();
   for (Role r : {Role::kRollout, Role::kInference, Role::kLearner}) {
-    for (Member& m : members) {
-      if (m.role == r) m.process->Terminate();
-    }
     // A learner rank may be inside a collective its peers left: it ends
     // within the collective timeout.
     const absl::Duration grace =
