@@ -250,6 +250,29 @@ void DescribeSft(Config* c, ConfigSchema* s) {
             "a LIBERO/robomimic HDF5 file, or a folder of *.hdf5 files, to "
             "train from instead of collecting from the experts (`rl-vla3 "
             "demos export` writes them; \"\": the experts)");
+  s->String("sft.demo_task", &c->sft.demo_task,
+            "the task of every episode of sft.demos (\"\": each episode's "
+            "task attribute, else the run's task whose instruction is the "
+            "file's)");
+  s->String("sft.demo_cameras", &c->sft.demo_cameras,
+            "camera=obs_key pairs naming each env.cameras camera's dataset "
+            "in sft.demos (\"\": <camera>_rgb, <camera>_image; the wrist also "
+            "as eye_in_hand_rgb, robot0_eye_in_hand_image)");
+  s->String("sft.demo_proprio", &c->sft.demo_proprio,
+            "the obs keys of sft.demos read as proprio, in order (8 values: "
+            "position 3, axis-angle 3, fingers 2); KEY:quat reads a quaternion "
+            "(x, y, z, w) as its axis-angle");
+  s->Choice("sft.demo_image_convention", &c->sft.demo_image_convention,
+            {"auto", "opencv", "opengl"},
+            "frames of sft.demos stored top row first (opencv) or bottom row "
+            "first (opengl: flipped when read); auto: the file's "
+            "macros_image_convention, else opencv");
+  s->Bool("sft.demo_resize", &c->sft.demo_resize,
+          "resize frames of sft.demos of another size to the run's (else "
+          "refused)");
+  s->Bool("sft.demo_masks", &c->sft.demo_masks,
+          "honour sft.demos' mask/train and mask/valid (robomimic's splits: "
+          "the valid demos give a validation loss, never trained on)");
   s->Real("sft.demo_noise", &c->sft.demo_noise, {0.0, false, 1.0, false},
           "std of the noise added to the expert's executed arm action (DART: "
           "the demos show recoveries; labels stay clean)");

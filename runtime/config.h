@@ -166,6 +166,17 @@ struct SftConfig {
   // A LIBERO/robomimic HDF5 file, or a folder of *.hdf5 files, to train from
   // instead of the experts ("": collect from the experts).
   std::string demos = "";
+  // How a demo file's fields map to the run's (docs/policies.md): the task
+  // of every episode ("": each episode's task attribute, else the run's task
+  // whose instruction the file's is); camera=obs_key pairs ("": <camera>_rgb,
+  // <camera>_image, the wrist as eye_in_hand); the proprio obs keys, a
+  // quaternion one marked :quat; the frames' convention; resizing; splits.
+  std::string demo_task = "";
+  std::string demo_cameras = "";
+  std::string demo_proprio = "ee_pos,ee_ori,gripper_states";
+  std::string demo_image_convention = "auto";  // auto | opencv | opengl
+  bool demo_resize = false;
+  bool demo_masks = true;
   double demo_noise = 0.0;  // std of Gaussian noise on the executed arm action
                             // (DART); labels stay the expert's clean action
   int64_t epochs = 10;      // passes over the demonstrations

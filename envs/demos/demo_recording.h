@@ -32,7 +32,13 @@ struct DemoProprioEntry {
   int64_t size = 0;  // values per step
 };
 
+// Which of a file's splits an episode is in (robomimic's mask/<split>):
+// trained on, held out for the validation loss, or in neither.
+enum class DemoSplit { kTrain, kValid, kUnused };
+
 struct DemoEpisode {
+  std::string name;  // its group in the file (demo_N), "" if not from one
+  DemoSplit split = DemoSplit::kTrain;
   std::string task, instruction;
   int64_t init_id = 0;  // the env's initial state
   int64_t steps = 0;
@@ -46,6 +52,13 @@ struct DemoEpisode {
 struct DemoRecording {
   std::string env_name;  // the env or suite that recorded them
   std::string env_args;  // JSON: robomimic's env_args (env_name, kwargs)
+  // Frames are stored top row first ("opencv"), as every DemoRecording in
+  // memory holds them; a file may say "opengl" (bottom row first, as
+  // robosuite renders and LIBERO stores them): the reader flips those.
+  std::string image_convention = "opencv";
+  // The file's instruction (LIBERO's problem_info), where an episode has
+  // none of its own.
+  std::string instruction;
   std::vector<DemoCamera> cameras;
   std::vector<DemoProprioEntry> proprio;
   int64_t action_size = 7;

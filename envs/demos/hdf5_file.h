@@ -51,6 +51,10 @@ class Hdf5File {
                          const std::string& value);
   absl::Status SetInt(const std::string& object, const std::string& name,
                       int64_t value);
+  // A 1-D dataset of fixed-length byte strings, as numpy's "S" arrays are
+  // (robomimic's mask/<split>: the names of a split's demos).
+  absl::Status WriteStrings(const std::string& dataset,
+                            const std::vector<std::string>& values);
 
   // Reading. `shape`: -1 matches any extent; the extents read come back in
   // `got` when given. A read whose extents hold more than kMaxReadElements
@@ -75,6 +79,10 @@ class Hdf5File {
                                         const std::string& name) const;
   absl::StatusOr<int64_t> GetInt(const std::string& object,
                                  const std::string& name) const;
+  // A 1-D dataset of strings (fixed-length or variable-length): at most
+  // `max_count` of them, each at most `max_bytes`, else refused unread.
+  absl::StatusOr<std::vector<std::string>> ReadStrings(
+      const std::string& dataset, int64_t max_count, size_t max_bytes) const;
   // The names of `group`'s members, in HDF5's name order.
   absl::StatusOr<std::vector<std::string>> Members(
       const std::string& group) const;

@@ -1,21 +1,27 @@
 // File: envs/demos/libero_file.h
 // -----------------------------------------------------------------------------
 // Demonstrations in the HDF5 layout LIBERO and robomimic share, which the
-// field's tools (h5py, robomimic, LIBERO's loaders) read:
+// field's tools (h5py, robomimic's and LIBERO's loaders) read:
 //
-//   /data                       attrs: env_name, env_args (JSON), total,
-//                                      attempts (episodes run, kept or not)
-//   /data/demo_N                attrs: num_samples, task, instruction, init_id
-//   /data/demo_N/obs/<cam>_rgb  uint8   [T, H, W, 3]
-//   /data/demo_N/obs/<entry>    float64 [T, size]   (ee_pos, ee_ori, ...)
-//   /data/demo_N/actions        float64 [T, A]
-//   /data/demo_N/rewards        float64 [T]
-//   /data/demo_N/dones          uint8   [T]
+//   /data              attrs: env_args (JSON, "type" and "env_name"), total,
+//                             num_demos, problem_info (JSON: problem_name,
+//                             language_instruction), macros_image_convention,
+//                             env_name, attempts (episodes run, kept or not)
+//   /data/demo_N       attrs: num_samples; task, instruction, init_id (ours)
+//   /data/demo_N/obs/<key>   uint8 [T, H, W, 3] (a camera) or numbers [T, n]
+//   /data/demo_N/actions     numbers [T, A]
+//   /data/demo_N/rewards, dones   numbers [T] (optional when read)
+//   /mask/train, /mask/valid      demo names (robomimic's splits)
 //
-// Reading takes demo_N in numeric order, the cameras every demo's obs has
-// (<cam>_rgb), and the proprio entries asked for (LIBERO's by default);
-// rewards and dones may be stored as any numbers. Anything else is refused
-// naming the file, the dataset and the reason.
+// Reading takes demo_N in numeric order. The cameras: the obs keys
+// `DemoReadOptions::cameras` names (the first of each camera's candidates
+// the first demo has), or, when none is named, every <cam>_rgb. Frames of a
+// file whose macros_image_convention is "opengl" are flipped to top row
+// first; frames of another size are resized when asked, else refused. The
+// proprio: the obs entries named, a quaternion entry (x, y, z, w, as
+// robosuite writes it) turned into an axis-angle when asked. An episode's
+// instruction: its own attribute, else problem_info's. Anything else is
+// refused naming the file, the dataset and the reason.
 //
 // Example:
 //   absl::Status s = WriteLiberoHdf5(recording, "runs/demos/lift_demo.hdf5");
@@ -33,9 +39,36 @@
 
 namespace rlvla3 {
 
+// One camera to read: named `name` in the recording, stored under the first
+// of `keys` (obs/<key>) the file has.
+struct DemoCameraSource {
+  std::string name;
+  std::vector<std::string> keys;
+};
+
+// One proprio entry: obs/<key>; a quaternion (x, y, z, w) read as its
+// axis-angle (3 values) when `quat_to_axis_angle`.
+struct DemoProprioSource {
+  std::string key;
+  bool quat_to_axis_angle = false;
+};
+
 struct DemoReadOptions {
-  // obs/<entry> datasets read as proprio, in this order.
-  std::vector<std::string> proprio = {"ee_pos", "ee_ori", "gripper_states"};
+  // Empty: every <cam>_rgb of the first demo, under its own name.
+  std::vector<DemoCameraSource> cameras;
+  std::vector<DemoProprioSource> proprio = {
+      {"ee_pos"}, {"ee_ori"}, {"gripper_states"}};
+  // "auto" (the file's macros_image_convention; absent: "opencv"),
+  // "opencv" (top row first) or "opengl" (bottom row first: flipped).
+  std::string image_convention = "auto";
+  // The frames' size wanted (0: as stored). Another size is resized when
+  // `resize` (area-averaged for whole factors, else bilinear), else refused
+  // with `resize_hint` appended to the message.
+  int64_t image_height = 0, image_width = 0;
+  bool resize = false;
+  std::string resize_hint;
+  // Honour mask/train and mask/valid (robomimic's splits) when present.
+  bool masks = true;
   // What a file may declare, checked from the extents before any dataset is
   // read: steps per demo (1..max_steps, from its actions), a camera's
   // height and width, an action's or a proprio entry's width. Every other

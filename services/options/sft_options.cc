@@ -4,6 +4,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "envs/task_file.h"
 #include "services/options/checkpoint_fit.h"
 #include "services/options/config_bridge.h"
@@ -74,6 +77,97 @@ absl::StatusOr<std::vector<std::string>> DemoFiles(const std::string& path) {
   return files;
 }
 
+// Where a camera named `name` may be stored: <name>_rgb (LIBERO's and
+// ours), <name>_image (robomimic's); the wrist under LIBERO's and
+// robomimic's names too.
+std::vector<std::string> DefaultCameraKeys(const std::string& name) {
+  std::vector<std::string> keys = {name + "_rgb", name + "_image"};
+  if (name == "wrist" || name == "eye_in_hand") {
+    for (const char* k : {"wrist_rgb", "eye_in_hand_rgb",
+                          "robot0_eye_in_hand_image", "eye_in_hand_image"}) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+        keys.push_back(k);
+      }
+    }
+  }
+  return keys;
+}
+
+absl::Status KeyError(const std::string& key, const std::string& value,
+                      const std::string& why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(key, " = \"", value, "\": ", why));
+}
+
+// sft.demo_cameras: camera=obs_key pairs over env.cameras' defaults.
+absl::StatusOr<std::vector<DemoCameraSource>> DemoCameras(
+    const Config& c, const std::vector<std::string>& cameras) {
+  std::vector<DemoCameraSource> out;
+  for (const std::string& name : cameras) {
+    out.push_back({name, DefaultCameraKeys(name)});
+  }
+  const std::string& v = c.sft.demo_cameras;
+  for (absl::string_view pair :
+       absl::StrSplit(v, ',', absl::SkipWhitespace())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    for (std::string& part : kv)
+      part = std::string(absl::StripAsciiWhitespace(part));
+    if (kv.size() != 2 || kv[0].empty() || kv[1].empty()) {
+      return KeyError("sft.demo_cameras", v,
+                      absl::StrCat("\"", pair, "\" is not camera=obs_key"));
+    }
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const auto& s) { return s.name == kv[0]; });
+    if (it == out.end()) {
+      return KeyError("sft.demo_cameras", v,
+                      absl::StrCat(kv[0], " is not one of env.cameras (",
+                                   absl::StrJoin(cameras, ", "), ")"));
+    }
+    it->keys = {kv[1]};
+  }
+  return out;
+}
+
+// sft.demo_proprio: obs keys, a quaternion one as KEY:quat.
+absl::StatusOr<std::vector<DemoProprioSource>> DemoProprio(const Config& c) {
+  std::vector<DemoProprioSource> out;
+  const std::string& v = c.sft.demo_proprio;
+  for (absl::string_view item :
+       absl::StrSplit(v, ',', absl::SkipWhitespace())) {
+    std::vector<std::string> parts = absl::StrSplit(item, ':');
+    for (std::string& part : parts)
+      part = std::string(absl::StripAsciiWhitespace(part));
+    if (parts[0].empty() || parts.size() > 2 ||
+        (parts.size() == 2 && parts[1] != "quat")) {
+      return KeyError("sft.demo_proprio", v,
+                      absl::StrCat("\"", item, "\" is not KEY or KEY:quat"));
+    }
+    out.push_back({parts[0], parts.size() == 2});
+  }
+  if (out.empty()) return KeyError("sft.demo_proprio", v, "names no obs key");
+  return out;
+}
+
+absl::StatusOr<DemoReadOptions> DemoReadOptionsFromConfig(
+    const Config& c, const std::vector<std::string>& cameras) {
+  DemoReadOptions o;
+  absl::StatusOr<std::vector<DemoCameraSource>> cams = DemoCameras(c, cameras);
+  if (!cams.ok()) return cams.status();
+  o.cameras = *std::move(cams);
+  absl::StatusOr<std::vector<DemoProprioSource>> proprio = DemoProprio(c);
+  if (!proprio.ok()) return proprio.status();
+  o.proprio = *std::move(proprio);
+  o.image_convention = c.sft.demo_image_convention;
+  o.image_height = c.env.image_height;
+  o.image_width = c.env.image_width;
+  o.resize = c.sft.demo_resize;
+  o.resize_hint =
+      " (sft.demo_resize=true resizes them; or set env.image_height and "
+      "env.image_width to the file's)";
+  o.masks = c.sft.demo_masks;
+  return o;
+}
+
 }  // namespace
 
 absl::StatusOr<SftOptions> SftOptionsFromConfig(const Config& c) {
@@ -85,6 +179,18 @@ absl::StatusOr<SftOptions> SftOptionsFromConfig(const Config& c) {
   absl::StatusOr<std::vector<std::string>> files = DemoFiles(c.sft.demos);
   if (!files.ok()) return files.status();
   o.demo_files = *std::move(files);
+  absl::StatusOr<DemoReadOptions> read =
+      DemoReadOptionsFromConfig(c, o.demos.env.cameras);
+  if (!read.ok()) return read.status();
+  o.demo_read = *std::move(read);
+  o.demo_task = c.sft.demo_task;
+  if (!o.demo_task.empty() &&
+      std::none_of(o.tasks.begin(), o.tasks.end(),
+                   [&](const TaskSpec& t) { return t.name == o.demo_task; })) {
+    return KeyError("sft.demo_task", o.demo_task,
+                    absl::StrCat("not one of the run's tasks (sft.tasks = ",
+                                 c.sft.tasks, ")"));
+  }
   CloningOptions& t = o.cloning;
   t.lr = c.sft.lr;
   t.weight_decay = c.sft.weight_decay;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "envs/demos/libero_file.h"
 #include "envs/manipulation_env.h"
 #include "envs/task.h"
 #include "policies/checkpoint_context.h"
@@ -59,6 +60,9 @@ struct SftOptions {
   DemoOptions demos;
   // sft.demos resolved: the HDF5 files to train from (empty: the experts).
   std::vector<std::string> demo_files;
+  // How those files' fields map to the run's (sft.demo_*).
+  DemoReadOptions demo_read;
+  std::string demo_task;  // every episode's task ("": the file's)
   CloningOptions cloning;
   EvalOptions eval;
   TinyVLAOptions policy;  // vocab_size: the demos' tokenizer's, set by RunSft

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -37,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 // the instruction table (as the policy reads it).
 struct SftData {
   int64_t n = 0;
+  // The samples trained on, and those held out (a file's mask/valid).
+  at::Tensor train, valid;
   at::Tensor images;  // uint8 [N, C, H, W, 3]
   at::Tensor proprio, task, action_tokens, actions, text, text_len;
 };
@@ -62,6 +65,18 @@ absl::StatusOr<SftData> MakeSftData(DemoSet& demos,
       !s.ok()) {
     return s;
   }
+  std::vector<int64_t> train, valid;
+  for (int64_t i = 0; i < N; ++i) {
+    const bool held = !demos.valid.empty() && demos.valid[i] != 0;
+    (held ? valid : train).push_back(i);
+  }
+  if (train.empty()) {
+    return absl::InvalidArgumentError(
+        "every demo is in the validation split (mask/valid): none to train "
+        "on");
+  }
+  d.train = torch::tensor(train, torch::kLong);
+  d.valid = torch::tensor(valid, torch::kLong);
   return d;
 }
 
@@ -126,8 +141,8 @@ class SftTrainer {
         opt_(AllParameters(policy),
              torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
         augment_rng_(o.seed),
-        batch_(std::min<int64_t>(o.batch_size, data.n)),
-        steps_per_epoch_(std::max<int64_t>(1, data.n / batch_)),
+        batch_(std::min<int64_t>(o.batch_size, data.train.numel())),
+        steps_per_epoch_(std::max<int64_t>(1, data.train.numel() / batch_)),
         total_steps_(steps_per_epoch_ * o.epochs) {}
 
   void Train(SftResult* result) {
@@ -135,7 +150,8 @@ class SftTrainer {
     auto last_report = Clock::now();
     policy_.SetTraining(true);
     for (int64_t epoch = 0; epoch < o_.epochs; ++epoch) {
-      at::Tensor perm = torch::randperm(data_.n, torch::kLong);
+      const at::Tensor perm = data_.train.index_select(
+          0, torch::randperm(data_.train.numel(), torch::kLong));
       for (int64_t s = 0; s < steps_per_epoch_; ++s) {
         const at::Tensor idx = perm.narrow(0, s * batch_, batch_);
         at::Tensor loss = loss_(Batch(idx), idx);
@@ -147,6 +163,7 @@ class SftTrainer {
         if (SecondsSince(last_report) > o_.report_every_s ||
             result->optimizer_steps == total_steps_) {
           result->final_loss = loss.item<double>();
+          result->valid_loss = ValidationLoss();
           Report(epoch, *result, SecondsSince(t0));
           last_report = Clock::now();
         }
@@ -174,14 +191,33 @@ class SftTrainer {
     return all;
   }
 
-  PolicyInput Batch(const at::Tensor& idx) {
+  // The loss over the held-out samples (no augmentation, no gradient, the
+  // policy in eval mode); NaN when none is held out.
+  double ValidationLoss() {
+    const int64_t n = data_.valid.numel();
+    if (n == 0) return std::nan("");
+    torch::NoGradGuard no_grad;
+    policy_.SetTraining(false);
+    double sum = 0;
+    for (int64_t at = 0; at < n; at += batch_) {
+      const at::Tensor idx =
+          data_.valid.narrow(0, at, std::min(batch_, n - at));
+      sum += loss_(Batch(idx, /*augment=*/false), idx).item<double>() *
+             static_cast<double>(idx.numel());
+    }
+    policy_.SetTraining(true);
+    return sum / static_cast<double>(n);
+  }
+
+  PolicyInput Batch(const at::Tensor& idx, bool augment = true) {
     PolicyInput in;
     // Each camera shifted on its own, camera by camera.
     const at::Tensor images = data_.images.index_select(0, idx);
     std::vector<at::Tensor> shifted;
     for (int64_t c = 0; c < images.size(1); ++c) {
-      shifted.push_back(
-          RandomShift(images.select(1, c), o_.augment_shift_px, &augment_rng_));
+      shifted.push_back(RandomShift(images.select(1, c),
+                                    augment ? o_.augment_shift_px : 0,
+                                    &augment_rng_));
     }
     in.images = torch::stack(shifted, 1);
     in.proprio = data_.proprio.index_select(0, idx);
@@ -196,11 +232,14 @@ class SftTrainer {
         static_cast<double>(r.optimizer_steps * batch_) / elapsed;
     const double eta =
         static_cast<double>(total_steps_ - r.optimizer_steps) * batch_ / rate;
-    progress_(
-        absl::StrFormat("sft epoch %d/%d step %d/%d | loss %.3f nats/dim | "
-                        "%.0f samples/s | ETA %.0f s",
-                        epoch + 1, o_.epochs, r.optimizer_steps, total_steps_,
-                        r.final_loss, rate, eta));
+    progress_(absl::StrFormat(
+        "sft epoch %d/%d step %d/%d | loss %.3f nats/dim%s | %.0f samples/s | "
+        "ETA %.0f s",
+        epoch + 1, o_.epochs, r.optimizer_steps, total_steps_, r.final_loss,
+        std::isnan(r.valid_loss)
+            ? ""
+            : absl::StrFormat(" (validation %.3f)", r.valid_loss),
+        rate, eta));
   }
 
   void Finish(SftResult* result, Clock::time_point t0) {
@@ -308,7 +347,8 @@ absl::StatusOr<SftResult> RunSft(
           ? CollectDemonstrations(o.demos, o.tasks)
           : ReadDemonstrations(o.demo_files, o.demos.chunk, o.tasks,
                                o.demos.env.image_width,
-                               o.demos.env.image_height, o.demos.env.cameras);
+                               o.demos.env.image_height, o.demos.env.cameras,
+                               o.demo_read, o.demo_task);
   if (!demos.ok() && !o.demo_files.empty()) {
     // The user's files: FailedPrecondition, which the verb reports as the
     // config's (exit 2), as `rl-vla3 config` does.
@@ -320,8 +360,11 @@ absl::StatusOr<SftResult> RunSft(
   result.demo_samples = static_cast<int64_t>(demos->size());
   result.demo_episodes = demos->episodes;
   spdlog::info(
-      "sft: {} demo episodes ({} samples, {} expert attempts) in {:.1f} s",
-      demos->episodes, demos->size(), demos->attempts, result.collect_s);
+      "sft: {} demo episodes ({} samples, {} expert attempts; {} episodes "
+      "held out for validation) in {:.1f} s",
+      demos->episodes, demos->size(), demos->attempts, demos->valid_episodes,
+      result.collect_s);
+  result.valid_episodes = demos->valid_episodes;
 
   TextTokenizer tok = TextTokenizer::Build(demos->instructions);
   absl::StatusOr<std::shared_ptr<TrainablePolicy>> policy = SftPolicy(o, tok);
@@ -378,11 +421,15 @@ std::string FormatSftResult(const SftResult& r) {
   absl::StrAppendFormat(
       &out,
       "SFT: %d demo episodes (%d samples) collected in %.0f s; %d optimizer "
-      "steps in %.0f s (%.0f samples/s, final loss %.3f nats/dim); %s "
+      "steps in %.0f s (%.0f samples/s, final loss %.3f nats/dim%s); %s "
       "%.2f M parameters; eval %.0f s\n"
       "mean success %.1f%%; checkpoint %s\n",
       r.demo_episodes, r.demo_samples, r.collect_s, r.optimizer_steps,
       r.train_s, r.samples_per_s, r.final_loss,
+      std::isnan(r.valid_loss)
+          ? ""
+          : absl::StrFormat(", validation %.3f over %d held-out episodes",
+                            r.valid_loss, r.valid_episodes),
       r.policy_kind == "tiny_vla" ? "TinyVLA" : r.policy_kind,
       r.parameters / 1e6, r.eval_s, 100 * r.mean_success, r.checkpoint);
   return out;

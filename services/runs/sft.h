@@ -16,6 +16,7 @@
 #define RLVLA3_SERVICES_RUNS_SFT_H_
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ struct DemoSet {
   std::vector<uint8_t> images;            // [N, C, H, W, 3]
   std::vector<float> proprio;             // [N, 8]
   std::vector<int32_t> task;              // [N]
+  // [N]: 1 where the sample is held out (a file's mask/valid): its loss is
+  // the validation loss, it is never trained on.
+  std::vector<uint8_t> valid;
+  int64_t valid_episodes = 0;
   std::vector<int64_t> action_tokens;  // [N, K, 7]: the next K expert actions
   std::vector<float> actions;  // [N, K, 7]: the same, as the controller's
   int64_t episodes = 0;
@@ -64,6 +69,10 @@ struct SftResult {
   double collect_s = 0, train_s = 0, eval_s = 0;
   int64_t optimizer_steps = 0;
   double final_loss = 0;
+  // The loss over the held-out episodes (a file's mask/valid) at the last
+  // report; NaN when none is held out.
+  double valid_loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t valid_episodes = 0;
   double samples_per_s = 0;
   int64_t parameters = 0;
   std::string policy_kind = "tiny_vla";  // TrainablePolicy::kind()
@@ -82,12 +91,14 @@ absl::StatusOr<DemoRecording> CollectDemoRecording(
 // file's): each step's frames of the run's `cameras` (picked by name, the
 // run's wrist also as eye_in_hand, in the run's order) and its next `chunk`
 // actions as tokens. Those cameras must be height x width, its proprio 8
-// values and its actions 7-D; each episode's task one of `tasks`. Errors
-// name `origin` and both sides.
+// values and its actions 7-D; each episode's task one of `tasks`: the one
+// `task_named`, else its task attribute, else the task whose instruction
+// its instruction is. Episodes outside the file's splits are left out.
+// Errors name `origin` and both sides.
 absl::StatusOr<DemoSet> DemoSetFromRecording(
     const DemoRecording& r, int chunk, const std::vector<TaskSpec>& tasks,
     int width, int height, const std::vector<std::string>& cameras,
-    const std::string& origin);
+    const std::string& origin, const std::string& task_named = "");
 // CollectDemoRecording, then DemoSetFromRecording.
 absl::StatusOr<DemoSet> CollectDemonstrations(
     const DemoOptions& o, const std::vector<TaskSpec>& tasks);
@@ -97,7 +108,8 @@ absl::StatusOr<DemoSet> CollectDemonstrations(
 absl::StatusOr<DemoSet> ReadDemonstrations(
     const std::vector<std::string>& files, int chunk,
     const std::vector<TaskSpec>& tasks, int width, int height,
-    const std::vector<std::string>& cameras);
+    const std::vector<std::string>& cameras, const DemoReadOptions& read = {},
+    const std::string& task_named = "");
 // `rl-vla3 demos export`: the experts' recording, one LIBERO-format file per
 // task, DIR/<task>_demo.hdf5; returns the files written.
 absl::StatusOr<std::vector<std::string>> ExportDemonstrations(

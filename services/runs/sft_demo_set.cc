@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "envs/demos/isolated_read.h"
 #include "envs/demos/libero_file.h"
 #include "policies/action_tokenizer.h"
@@ -98,6 +101,51 @@ absl::Status CheckActions(const DemoEpisode& e, size_t episode,
   return absl::OkStatus();
 }
 
+// An instruction compared as words: case, spacing and a closing full stop
+// aside ("Pick up the cube." is "pick up the  cube").
+std::string Words(const std::string& text) {
+  std::string out;
+  for (absl::string_view w :
+       absl::StrSplit(text, ' ', absl::SkipWhitespace())) {
+    if (!out.empty()) out += ' ';
+    out += absl::AsciiStrToLower(absl::StripAsciiWhitespace(w));
+  }
+  while (!out.empty() && (out.back() == '.' || out.back() == ' ')) {
+    out.pop_back();
+  }
+  return out;
+}
+
+// Episode i's task among `tasks`: `named` when given, else its own task
+// attribute, else the task whose instruction its instruction is.
+absl::StatusOr<int> TaskOf(const DemoEpisode& e, size_t i,
+                           const std::vector<TaskSpec>& tasks,
+                           const std::string& named,
+                           const std::string& origin) {
+  const std::string& want = named.empty() ? e.task : named;
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    if (!want.empty() && tasks[t].name == want) return static_cast<int>(t);
+    if (want.empty() && !e.instruction.empty() &&
+        Words(tasks[t].instruction) == Words(e.instruction)) {
+      return static_cast<int>(t);
+    }
+  }
+  if (!want.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": episode ", i, "'s task \"", want,
+                     "\" is not one of the run's (sft.tasks)"));
+  }
+  std::vector<std::string> have;
+  for (const TaskSpec& t : tasks) {
+    have.push_back(absl::StrCat(t.name, ": \"", t.instruction, "\""));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      origin, ": episode ", i, " (", e.name.empty() ? "?" : e.name,
+      ") names no task, and its instruction \"", e.instruction,
+      "\" is none of the run's tasks' (", absl::StrJoin(have, "; "),
+      "); name its task with sft.demo_task"));
+}
+
 bool SameLayout(const DemoRecording& a, const DemoRecording& b) {
   if (a.cameras.size() != b.cameras.size() ||
       a.proprio.size() != b.proprio.size() || a.action_size != b.action_size) {
@@ -124,7 +172,7 @@ bool SameLayout(const DemoRecording& a, const DemoRecording& b) {
 absl::StatusOr<DemoSet> DemoSetFromRecording(
     const DemoRecording& r, int chunk, const std::vector<TaskSpec>& tasks,
     int width, int height, const std::vector<std::string>& cameras,
-    const std::string& origin) {
+    const std::string& origin, const std::string& task_named) {
   absl::StatusOr<std::vector<int>> at = CameraIndices(r, cameras, origin);
   if (!at.ok()) return at.status();
   if (absl::Status s = CheckFits(r, width, height, origin, *at); !s.ok()) {
@@ -144,15 +192,10 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(
   const ActionTokenizer tok;
   for (size_t i = 0; i < r.episodes.size(); ++i) {
     const DemoEpisode& e = r.episodes[i];
-    int task = -1;
-    for (size_t t = 0; t < tasks.size(); ++t) {
-      if (tasks[t].name == e.task) task = static_cast<int>(t);
-    }
-    if (task < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(origin, ": episode ", i, "'s task \"", e.task,
-                       "\" is not one of the run's (sft.tasks)"));
-    }
+    if (e.split == DemoSplit::kUnused) continue;
+    absl::StatusOr<int> found = TaskOf(e, i, tasks, task_named, origin);
+    if (!found.ok()) return found.status();
+    const int task = *found;
     if (absl::Status s = CheckActions(e, i, origin); !s.ok()) return s;
     if (e.steps < 1 ||
         e.actions.size() != static_cast<size_t>(e.steps) * kActionDim) {
@@ -163,8 +206,10 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(
     ++d.episodes;
     d.episode_task.push_back(task);
     d.episode_steps.push_back(static_cast<int32_t>(e.steps));
+    d.valid_episodes += e.split == DemoSplit::kValid ? 1 : 0;
     for (int64_t t = 0; t < e.steps; ++t) {
       d.task.push_back(task);
+      d.valid.push_back(e.split == DemoSplit::kValid ? 1 : 0);
       for (int k = 0; k < chunk; ++k) {
         const int64_t src = std::min<int64_t>(t + k, e.steps - 1);
         for (int j = 0; j < kActionDim; ++j) {
@@ -191,11 +236,12 @@ absl::StatusOr<DemoSet> DemoSetFromRecording(
 absl::StatusOr<DemoSet> ReadDemonstrations(
     const std::vector<std::string>& files, int chunk,
     const std::vector<TaskSpec>& tasks, int width, int height,
-    const std::vector<std::string>& cameras) {
+    const std::vector<std::string>& cameras, const DemoReadOptions& read,
+    const std::string& task_named) {
   DemoRecording all;
   for (const std::string& file : files) {
     // In a child first: a file that crashes HDF5 is refused (isolated_read.h).
-    absl::StatusOr<DemoRecording> r = ReadLiberoHdf5Isolated(file);
+    absl::StatusOr<DemoRecording> r = ReadLiberoHdf5Isolated(file, read);
     if (!r.ok()) return r.status();
     if (file == files.front()) {
       all = *std::move(r);
@@ -213,7 +259,8 @@ absl::StatusOr<DemoSet> ReadDemonstrations(
       all, chunk, tasks, width, height, cameras,
       files.size() == 1
           ? files.front()
-          : absl::StrCat(files.size(), " files from ", files.front()));
+          : absl::StrCat(files.size(), " files from ", files.front()),
+      task_named);
 }
 
 absl::StatusOr<std::vector<std::string>> ExportDemonstrations(

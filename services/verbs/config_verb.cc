@@ -45,9 +45,10 @@ absl::Status CheckRunInputs(const Config& c) {
   if (!c.sft.demos.empty()) {
     absl::StatusOr<SftOptions> o = SftOptionsFromConfig(c);
     if (!o.ok()) return o.status();
-    absl::StatusOr<DemoSet> d = ReadDemonstrations(
-        o->demo_files, o->demos.chunk, o->tasks, o->demos.env.image_width,
-        o->demos.env.image_height, o->demos.env.cameras);
+    absl::StatusOr<DemoSet> d =
+        ReadDemonstrations(o->demo_files, o->demos.chunk, o->tasks,
+                           o->demos.env.image_width, o->demos.env.image_height,
+                           o->demos.env.cameras, o->demo_read, o->demo_task);
     if (!d.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("sft.demos: ", d.status().message()));

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -335,6 +336,56 @@ TEST(SftDemoFile, AFolderWithALinkLoopListsItsFiles) {
   absl::StatusOr<SftOptions> o = SftOptionsFromConfig(*c);
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->demo_files, std::vector<std::string>{dir.File("demos/a.hdf5")});
+}
+
+// A field's file names no task (LIBERO's instruction is in problem_info,
+// robomimic's nowhere): the task whose instruction it is (case, spacing and
+// a full stop aside), or sft.demo_task's; a held-out episode (mask/valid) is
+// flagged, one in neither split left out.
+TEST(SftDemoFile, ATasklessEpisodeIsMatchedByItsInstructionOrTheKey) {
+  const Config c = OneTask();
+  absl::StatusOr<std::vector<TaskSpec>> tasks = SftTasks(c);
+  ASSERT_TRUE(tasks.ok()) << tasks.status();
+  DemoRecording r;
+  r.cameras = {{"agentview", 32, 32}};
+  r.proprio = {{"ee_pos", 3}, {"ee_ori", 3}, {"gripper_states", 2}};
+  DemoEpisode e;
+  e.name = "demo_0";
+  e.instruction = "  " + tasks->front().instruction + ".";
+  for (char& ch : e.instruction) ch = static_cast<char>(std::toupper(ch));
+  e.steps = 2;
+  e.images.assign(1, std::vector<uint8_t>(2 * 32 * 32 * 3, 0));
+  e.proprio = {std::vector<float>(6), std::vector<float>(6),
+               std::vector<float>(4)};
+  e.actions.assign(14, 0.0f);
+  DemoEpisode held = e, unused = e;
+  held.split = DemoSplit::kValid;
+  unused.split = DemoSplit::kUnused;
+  r.episodes = {e, held, unused};
+  const std::vector<std::string> cam = {"agentview"};
+  absl::StatusOr<DemoSet> d =
+      DemoSetFromRecording(r, 3, *tasks, 32, 32, cam, "f.hdf5");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->episodes, 2);
+  EXPECT_EQ(d->valid_episodes, 1);
+  EXPECT_EQ(d->valid, (std::vector<uint8_t>{0, 0, 1, 1}));
+  EXPECT_EQ(d->task, (std::vector<int32_t>{0, 0, 0, 0}));
+
+  r.episodes = {e};
+  r.episodes[0].instruction = "open the drawer";
+  d = DemoSetFromRecording(r, 3, *tasks, 32, 32, cam, "f.hdf5");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find(
+                "f.hdf5: episode 0 (demo_0) names no task, and its instruction "
+                "\"open the drawer\" is none of the run's tasks' "
+                "(lift_the_red_cube: "),
+            std::string::npos)
+      << d.status();
+  EXPECT_NE(d.status().message().find("name its task with sft.demo_task"),
+            std::string::npos);
+  d = DemoSetFromRecording(r, 3, *tasks, 32, 32, cam, "f.hdf5",
+                           "lift_the_red_cube");
+  EXPECT_TRUE(d.ok()) << d.status();
 }
 
 }  // namespace
