@@ -12,6 +12,19 @@ namespace {
 
 constexpr char kFormat[] = "rl-vla3/context/v1";
 
+// The instruction model named by `dir`'s policy.interface.json (a
+// TorchScript policy's saved declaration); NotFound when it has none.
+absl::StatusOr<std::string> SavedTokenizerModel(const std::string& dir) {
+  const std::string path = dir + "/policy.interface.json";
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<PolicyInterface> i = ParsePolicyInterface(text.str(), path);
+  if (!i.ok()) return i.status();
+  return i->instruction.model;
+}
+
 }  // namespace
 
 absl::Status WriteCheckpointContext(const std::string& dir,
@@ -26,7 +39,15 @@ absl::Status WriteCheckpointContext(const std::string& dir,
                       {"tasks", c.tasks},
                       {"expert_steps", c.expert_steps}};
   if (c.interface) {
-    j["interface"] = nlohmann::json::parse(PolicyInterfaceJson(*c.interface));
+    PolicyInterface saved = *c.interface;
+    // The tokenizer model the checkpoint loads: the declaration the policy
+    // saved beside its weights names it (its own copy), not the path the
+    // run was started with.
+    if (!saved.instruction.model.empty()) {
+      absl::StatusOr<std::string> model = SavedTokenizerModel(dir);
+      if (model.ok()) saved.instruction.model = *std::move(model);
+    }
+    j["interface"] = nlohmann::json::parse(PolicyInterfaceJson(saved));
   }
   const std::string path = absl::StrCat(dir, "/", kCheckpointContextFile);
   std::ofstream out(path, std::ios::trunc);

@@ -351,8 +351,12 @@ absl::Status TorchScriptPolicy::Save(const std::string& dir,
   nlohmann::json side = {{"format", kFormat},
                          {"policy_version", version},
                          {"max_text_len", max_text_len_},
-                         {"bins", bins_},
                          {"tokenizer", {{"words", tokenizer.words()}}}};
+  // Bins only where the policy has them: an undeclared module's, or a
+  // declared bins head's (a Gaussian head has none).
+  if (!interface_ || interface_->action.kind == ActionKind::kBins) {
+    side["bins"] = bins_;
+  }
   if (interface_) {
     side["action_temperature"] = temperature_;
     if (absl::Status s = SaveDeclaration(dir); !s.ok()) return s;
@@ -413,7 +417,8 @@ absl::StatusOr<PolicyCheckpoint> TorchScriptPolicy::LoadCheckpoint(
     if (!tok.ok()) return tok.status();
     c.tokenizer = *std::move(tok);
     absl::StatusOr<std::unique_ptr<TorchScriptPolicy>> p =
-        Load(dir + "/policy.pt", side.at("bins").get<int64_t>(),
+        Load(dir + "/policy.pt",
+             side.contains("bins") ? side.at("bins").get<int64_t>() : 256,
              side.at("max_text_len").get<int64_t>());
     if (!p.ok()) return p.status();
     (*p)->set_version(c.version);

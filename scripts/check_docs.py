@@ -32,6 +32,12 @@ Checked (docs/experiments.md, the history log, is left out):
             a range A-B as written or each end on its own. So the README
             quotes no figure the log does not hold.
 
+Also the claims of scripts/doc_claims.py (all pages, when no FILE is
+given): ratios and percentages against the log, figures against the pages
+they credit, "not measured" against a page that measures it, config comments
+against the config's values, and the cheap example commands run as written
+(not with --keys-only).
+
 Exit 0 with one summary line, or 1 listing each bad reference as
 FILE:LINE: what and why.
 """
@@ -42,6 +48,8 @@ import re
 import shlex
 import subprocess
 import sys
+
+import doc_claims
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HISTORY = os.path.join("docs", "experiments.md")
@@ -163,7 +171,9 @@ class Checker:
         self.cluster = cluster_keys()
         self.errors = []
         self.shown_error = ""
-        self.counts = {"keys": 0, "commands": 0, "paths": 0, "figures": 0}
+        self.examples = None  # doc_claims.Examples: run the cheap commands
+        self.counts = {"keys": 0, "commands": 0, "paths": 0, "figures": 0,
+                       "comments": 0}
 
     def bad(self, where, what):
         self.errors.append("%s:%d: %s" % (where[0], where[1], what))
@@ -233,6 +243,9 @@ class Checker:
                 self.bad(where, "`rl-vla3 %s %s`: `rl-vla3 %s --help` has no "
                          "%s" % (verb, flag, verb, flag))
         self.values(where, rest)
+        if self.examples is not None and not self.shown_error and not any(
+                PLACEHOLDER.search(t) or "$" in t for t in rest):
+            self.examples.run(self, where, [verb] + rest)
 
     def values(self, where, rest):
         pairs = [(k, v) for k, v in SET_RE.findall(" ".join(rest)) if "." in k]
@@ -421,6 +434,18 @@ def status_figures(checker, readme):
                                                 ", ".join(missing), HISTORY))
 
 
+def claim_names():
+    """What an absence claim can be about: the built-in tasks (docs/tasks.md's
+    table) and the configs."""
+    names = {os.path.basename(p) for p in glob.glob(
+        os.path.join(ROOT, "configs", "*.yaml"))}
+    for line in open(os.path.join(ROOT, "docs", "tasks.md"), encoding="utf-8"):
+        if line.startswith("| `"):
+            names.update(n for n in re.findall(r"`([a-z]+(?:_[a-z]+){2,})`",
+                                               line.split("|")[1]))
+    return sorted(names)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "services",
@@ -439,13 +464,24 @@ def main():
             f for f in glob.glob(os.path.join(ROOT, "docs", "*.md"))
             if os.path.relpath(f, ROOT) != HISTORY)
     c = Checker(Binary(a.binary), not a.keys_only)
+    if not a.keys_only:
+        c.examples = doc_claims.Examples(ROOT, a.binary)
     for f in files:
         c.file(f)
         if os.path.relpath(f, ROOT) == "README.md":
             status_figures(c, f)
-    summary = "%d keys, %d commands, %d paths, %d figures checked in %d " \
-        "files" % (c.counts["keys"], c.counts["commands"], c.counts["paths"],
-                   c.counts["figures"], len(files))
+    if not a.files:  # the claims across pages: every page is needed
+        doc_claims.figures(c, files, ROOT, HISTORY)
+        doc_claims.citations(c, files, ROOT, HISTORY)
+        doc_claims.absences(c, files, ROOT, claim_names())
+        doc_claims.comments(c, ROOT, a.binary)
+    ran = c.examples.ran if c.examples else 0
+    if c.examples:
+        c.examples.close()
+    summary = "%d keys, %d commands (%d run), %d paths, %d figures, %d " \
+        "config comments checked in %d files" % (
+            c.counts["keys"], c.counts["commands"], ran, c.counts["paths"],
+            c.counts["figures"], c.counts["comments"], len(files))
     for e in c.errors:
         print(e)
     if c.errors:

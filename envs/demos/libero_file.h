@@ -67,6 +67,8 @@ struct DemoReadOptions {
   int64_t image_height = 0, image_width = 0;
   bool resize = false;
   std::string resize_hint;
+  // Appended to the refusal of a proprio entry the file does not have.
+  std::string proprio_hint;
   // Honour mask/train and mask/valid (robomimic's splits) when present.
   bool masks = true;
   // What a file may declare, checked from the extents before any dataset is

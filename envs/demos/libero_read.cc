@@ -142,8 +142,15 @@ absl::Status ReadCameras(const Hdf5File& f, const std::string& demo,
 absl::Status ReadVectors(const Hdf5File& f, const std::string& demo,
                          const DemoReadOptions& o, DemoRecording* r,
                          Layout* l) {
+  absl::StatusOr<std::vector<std::string>> obs = f.Members(demo + "/obs");
+  if (!obs.ok()) return obs.status();
   for (const DemoProprioSource& p : o.proprio) {
     const std::string dataset = absl::StrCat(demo, "/obs/", p.key);
+    if (std::find(obs->begin(), obs->end(), p.key) == obs->end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f.path(), ": ", dataset, ": no such proprio entry (the file's obs: ",
+          absl::StrJoin(*obs, ", "), ")", o.proprio_hint));
+    }
     absl::StatusOr<std::vector<int64_t>> dims =
         BoundedDims(f, dataset, /*floats=*/true, {-1, -1}, {1}, o.max_vector);
     if (!dims.ok()) return dims.status();

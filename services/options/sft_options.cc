@@ -164,6 +164,7 @@ absl::StatusOr<DemoReadOptions> DemoReadOptionsFromConfig(
   o.resize_hint =
       " (sft.demo_resize=true resizes them; or set env.image_height and "
       "env.image_width to the file's)";
+  o.proprio_hint = " (sft.demo_proprio names the entries read)";
   o.masks = c.sft.demo_masks;
   return o;
 }

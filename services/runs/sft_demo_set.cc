@@ -141,9 +141,11 @@ absl::StatusOr<int> TaskOf(const DemoEpisode& e, size_t i,
   }
   return absl::InvalidArgumentError(absl::StrCat(
       origin, ": episode ", i, " (", e.name.empty() ? "?" : e.name,
-      ") names no task, and its instruction \"", e.instruction,
-      "\" is none of the run's tasks' (", absl::StrJoin(have, "; "),
-      "); name its task with sft.demo_task"));
+      ") names no task, and ",
+      e.instruction.empty() ? std::string("the file holds no instruction")
+                            : absl::StrCat("its instruction \"", e.instruction,
+                                           "\" is none of the run's tasks'"),
+      " (", absl::StrJoin(have, "; "), "); name its task with sft.demo_task"));
 }
 
 bool SameLayout(const DemoRecording& a, const DemoRecording& b) {

@@ -182,7 +182,10 @@ TEST(FieldFiles, WhatIsMissingIsNamed) {
   o = RunCameras();  // LIBERO's proprio names: not in a robomimic file
   r = ReadLiberoHdf5(path, o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("/data/demo_0/obs/ee_pos: missing"),
+  EXPECT_NE(r.status().message().find(
+                "/data/demo_0/obs/ee_pos: no such proprio entry (the file's "
+                "obs: agentview_image, robot0_eef_pos, robot0_eef_quat, "
+                "robot0_eye_in_hand_image, robot0_gripper_qpos)"),
             std::string::npos)
       << r.status();
   o.proprio = {{"robot0_eef_pos", /*quat_to_axis_angle=*/true}};

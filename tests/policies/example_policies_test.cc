@@ -11,7 +11,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
+#include "policies/checkpoint_context.h"
 #include "policies/instruction_encoder.h"
 #include "policies/torchscript_policy.h"
 #include "tests/test_dir.h"
@@ -71,6 +74,17 @@ TEST(ExamplePolicies,
   ActsAndScores(**p, 4);
   ASSERT_TRUE((*p)->Save(dir.File("ck"), TextTokenizer(), 7).ok());
   EXPECT_TRUE(std::filesystem::exists(dir.File("ck/one_camera.model")));
+  // context.json records the model the checkpoint loads: its own copy.
+  CheckpointContext ctx;
+  ctx.image_width = ctx.image_height = 32;
+  ctx.cameras = {"agentview"};
+  ctx.chunk = ctx.execute_steps = 4;
+  ctx.interface = (*p)->declared_interface();
+  ASSERT_TRUE(WriteCheckpointContext(dir.File("ck"), ctx).ok());
+  absl::StatusOr<std::optional<CheckpointContext>> read =
+      ReadCheckpointContext(dir.File("ck"));
+  ASSERT_TRUE(read.ok() && read->has_value()) << read.status();
+  EXPECT_EQ((*read)->interface->instruction.model, "one_camera.model");
   std::filesystem::remove(dir.File("one_camera.model"));
   absl::StatusOr<PolicyCheckpoint> back = LoadPolicyCheckpoint(dir.File("ck"));
   ASSERT_TRUE(back.ok()) << back.status();
@@ -133,6 +147,13 @@ TEST(ExamplePolicies, AGaussianChunkOfEightOnThreeCamerasActsAndScores) {
   EXPECT_EQ((*p)->chunk(), 8);
   EXPECT_EQ((*p)->declared_interface()->cameras.size(), 3u);
   ActsAndScores(**p, 8);
+  // Its checkpoint's sidecar says nothing of bins: a Gaussian head has none.
+  ASSERT_TRUE((*p)->Save(dir.File("ck"), TextTokenizer(), 1).ok());
+  std::ifstream side(dir.File("ck/policy.json"));
+  const std::string text((std::istreambuf_iterator<char>(side)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find("\"bins\""), std::string::npos) << text;
+  EXPECT_TRUE(LoadPolicyCheckpoint(dir.File("ck")).ok());
 }
 
 }  // namespace
