@@ -53,6 +53,9 @@ absl::Status TorchScriptPolicy::Probe(const std::string& path) {
     }
     return absl::OkStatus();
   }
+  // The instruction as the run passes it: instruction.max_len ids (padding
+  // after a one-id instruction).
+  probe.text = torch::zeros({1, interface_->instruction.max_len}, torch::kLong);
   std::vector<at::Tensor> images;
   for (const CameraSpec& c : interface_->cameras) {
     images.push_back(torch::zeros({1, c.height, c.width, 3}, torch::kByte));
@@ -68,8 +71,8 @@ absl::Status TorchScriptPolicy::Probe(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(
         path,
         ": heads() failed on a blank observation of the declared shapes (",
-        shapes, "proprio ", Shape(probe.proprio),
-        ", text [1, 1]): ", WhatOf(e)));
+        shapes, "proprio ", Shape(probe.proprio), ", text ",
+        Shape(probe.text), " int64 of length 1): ", WhatOf(e)));
   }
   const ActionSpace& a = interface_->action;
   const std::string want = absl::StrCat(
