@@ -71,8 +71,8 @@ absl::Status TorchScriptPolicy::Probe(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat(
         path,
         ": heads() failed on a blank observation of the declared shapes (",
-        shapes, "proprio ", Shape(probe.proprio), ", text ",
-        Shape(probe.text), " int64 of length 1): ", WhatOf(e)));
+        shapes, "proprio ", Shape(probe.proprio), ", text ", Shape(probe.text),
+        " int64 of length 1): ", WhatOf(e)));
   }
   const ActionSpace& a = interface_->action;
   const std::string want = absl::StrCat(

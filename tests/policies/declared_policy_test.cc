@@ -168,8 +168,9 @@ TEST(DeclaredPolicy, AHeadsThatRaisesAtTheProbeIsRefusedNamingTheShapes) {
   EXPECT_TRUE(Has(p.status(), "this policy refuses every observation"))
       << p.status();
   // The instruction of the declared length (max_len 12), as the run passes.
-  EXPECT_TRUE(Has(p.status(), "[1, 32, 32, 3] uint8, proprio [1, 0], text "
-                              "[1, 12] int64 of length 1"))
+  EXPECT_TRUE(Has(p.status(),
+                  "[1, 32, 32, 3] uint8, proprio [1, 0], text "
+                  "[1, 12] int64 of length 1"))
       << p.status();
 }
 
