@@ -1,7 +1,8 @@
 // Fuzzes the HDF5 demonstration reader (envs/demos/libero_file.h) with
-// files mutated from a written one. Properties: never crashes, hangs or
-// allocates past the read options' bounds (checked from the extents before
-// any read); a refusal is INVALID_ARGUMENT naming the file; an accepted
+// files mutated from written ones (rl-vla3's, LIBERO's and robomimic's
+// layouts), each read both ways a run reads a file. Properties: never crashes,
+// hangs or allocates past the read options' bounds (checked from the extents
+// before any read); a refusal is INVALID_ARGUMENT naming the file; an accepted
 // recording is whole: every episode's steps within the bounds and each of
 // its arrays exactly steps x the layout's widths; every HDF5 object the read
 // opened is closed again, on every path.
@@ -14,12 +15,31 @@
 #include "envs/demos/libero_file.h"
 #include "tests/fuzz/fuzz_file.h"
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const rlvla3::fuzz::FuzzFile file(data, size, "demo.hdf5");
+namespace {
+
+// Two ways a run reads a file: its own layout (every <cam>_rgb, LIBERO's
+// proprio), or a field's mapped (robomimic's and LIBERO's camera names,
+// a quaternion entry, frames resized to 4x6, the masks).
+rlvla3::DemoReadOptions Options(bool mapped) {
   rlvla3::DemoReadOptions o;
   o.max_steps = 512;  // a fuzz run's budget: 512 x 64 x 64 x 3 per camera
   o.max_image_side = 64;
   o.max_vector = 64;
+  if (mapped) {
+    o.cameras = {{"agentview", {"agentview_rgb", "agentview_image"}},
+                 {"wrist", {"eye_in_hand_rgb", "robot0_eye_in_hand_image"}}};
+    o.proprio = {{"robot0_eef_pos"},
+                 {"robot0_eef_quat", /*quat_to_axis_angle=*/true},
+                 {"robot0_gripper_qpos"}};
+    o.image_height = 4;
+    o.image_width = 6;
+    o.resize = true;
+  }
+  return o;
+}
+
+int ReadOnce(const rlvla3::fuzz::FuzzFile& file, bool mapped) {
+  const rlvla3::DemoReadOptions o = Options(mapped);
 #ifdef RLVLA3_LIBFUZZER
   // Fuzzing: the reader in this process, where libFuzzer sees its coverage
   // (a crash inside HDF5 is HDF5's; run with -fork=1 -ignore_crashes=1).
@@ -56,4 +76,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const rlvla3::fuzz::FuzzFile file(data, size, "demo.hdf5");
+  ReadOnce(file, /*mapped=*/false);
+  return ReadOnce(file, /*mapped=*/true);
 }

@@ -1,0 +1,81 @@
+// File: services/plan/pipeline_model.h
+// -----------------------------------------------------------------------------
+// A discrete-event model of one rl-vla3 run (issue 62), the runtime's own
+// queues with measured costs in place of the work:
+//
+//   envs --(an env worker steps one env at a time)--> observation queue
+//   observation queue --(batches of up to max_batch, or what waited
+//                        max_wait)--> an inference server --> actions
+//   every env step is one sample; samples travel to the learner in
+//   segments of rollout_len; the learner takes one optimizer step per
+//   global_batch samples and publishes a version. A rollout runs at most
+//   max_policy_lag versions ahead: an env whose next sample would be older
+//   than that parks until the learner moves. Sync mode is lock-step: every
+//   env takes rollout_len decisions (each decision batched over every env),
+//   then the learner trains on them all, then the next rollout.
+//
+// Env step times are lognormal (mean and coefficient of variation, the
+// heavy tail of a simulator; cv 0 is deterministic), inference takes
+// fixed + per_obs * batch, the learner per_step + per_sample * samples.
+// Nothing is fitted to what it predicts: costs come from a stage-cost
+// profile (bench), shapes from the run's config.
+//
+// Example:
+//   StageCosts costs;  costs.env_step_s = 0.010;  ...
+//   PipelineShape shape;  shape.envs = 16;  shape.sync = false;
+//   PipelinePrediction p = SimulatePipeline(costs, shape, {600.0, 1});
+//   p.frames_per_s, p.samples_per_s, p.bottleneck ...
+// -----------------------------------------------------------------------------
+#ifndef RLVLA3_SERVICES_PLAN_PIPELINE_MODEL_H_
+#define RLVLA3_SERVICES_PLAN_PIPELINE_MODEL_H_
+
+#include <cstdint>
+#include <string>
+
+namespace rlvla3 {
+
+// Seconds each stage takes, measured alone.
+struct StageCosts {
+  double env_step_s = 0.010;  // mean per env step
+  double env_step_cv = 0.0;   // its coefficient of variation (lognormal)
+  double infer_fixed_s = 0.002, infer_per_obs_s = 0.0005;
+  double learn_per_step_s = 0.005, learn_per_sample_s = 0.001;
+};
+
+// The run's shape (the config keys the runtime reads).
+struct PipelineShape {
+  int envs = 8;
+  int env_workers = 1;  // threads stepping envs (one env at a time each)
+  int inference_servers = 1;
+  int max_batch = 8;          // batcher.max_batch
+  double max_wait_s = 0.001;  // batcher.max_wait_ms / 1000
+  int rollout_len = 16;       // decisions per env per segment
+  int global_batch = 128;     // samples per optimizer step
+  int max_policy_lag = 1;     // rl.max_policy_lag
+  bool sync = false;          // run.mode
+};
+
+struct SimulationOptions {
+  double seconds = 600;  // simulated time
+  uint64_t seed = 1;     // env step times
+};
+
+struct PipelinePrediction {
+  double frames_per_s = 0;   // env steps
+  double samples_per_s = 0;  // trained
+  double updates_per_s = 0;
+  // Shares of time busy: env workers (mean over workers), inference
+  // servers (mean), the learner.
+  double env_busy = 0, inference_busy = 0, learner_busy = 0;
+  std::string bottleneck;  // "env", "inference" or "learner"
+  double lag_mean = 0;     // versions between acting and training
+  double mean_batch = 0;   // observations per inference batch
+};
+
+PipelinePrediction SimulatePipeline(const StageCosts& costs,
+                                    const PipelineShape& shape,
+                                    const SimulationOptions& options);
+
+}  // namespace rlvla3
+
+#endif  // RLVLA3_SERVICES_PLAN_PIPELINE_MODEL_H_
