@@ -98,7 +98,9 @@ std::string RunPython(const std::string& args, bool expect_ok) {
   char buf[256];
   while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
   const int rc = pclose(p);
-  if (expect_ok) EXPECT_EQ(rc, 0) << out;
+  if (expect_ok) {
+    EXPECT_EQ(rc, 0) << out;
+  }
   return out;
 }
 
