@@ -7,8 +7,9 @@ with what the commands do.
              runs (README's status table is checked for every unit by
              check_docs.py itself).
   citations  a line that links other pages and quotes a ratio or a
-             percentage quotes one that a linked page holds (the log counts
-             as linked): a figure credited to benchmarks.md is in it.
+             percentage quotes one that a linked page holds: a figure
+             credited to benchmarks.md is in it (link the log where a figure
+             is only there).
   absences   "not measured" / "not shown" / "not yet shown" about a task or a
              config: no other page gives that task or config a measured
              percentage on a line of its own.
@@ -94,7 +95,6 @@ def citations(checker, files, root, history_rel):
             targets = [t for t in targets if os.path.isfile(t)]
             if not targets:
                 continue
-            targets.append(os.path.join(root, history_rel))
             for t in targets:
                 if t not in cache:
                     cache[t] = plain(read(t))
@@ -103,8 +103,7 @@ def citations(checker, files, root, history_rel):
                        for t in targets):
                     checker.bad((name, n), "figure `%s` is credited to %s, "
                                 "which does not hold it" % (m.group(0), ", ".join(
-                                    os.path.relpath(t, root)
-                                    for t in targets[:-1])))
+                                    os.path.relpath(t, root) for t in targets)))
 
 
 def absences(checker, files, root, names):
