@@ -20,8 +20,8 @@ namespace {
 
 constexpr char kData[] = "/data";
 constexpr char kRgb[] = "_rgb";
-// robomimic's masks: at most this many names, each at most this long.
-constexpr int64_t kMaxMaskNames = 1000000;
+// robomimic's masks: each name at most this long, and no more names than
+// the file has demos (a read sized by the file, never by the mask).
 constexpr size_t kMaxMaskName = 256;
 
 // How the recording is read: each camera's obs key and stored size, and
@@ -223,7 +223,7 @@ absl::StatusOr<std::map<std::string, DemoSplit>> ReadSplits(
     const std::string dataset = absl::StrCat("/mask/", split);
     if (!f.Exists(dataset)) continue;
     absl::StatusOr<std::vector<std::string>> names =
-        f.ReadStrings(dataset, kMaxMaskNames, kMaxMaskName);
+        f.ReadStrings(dataset, int64_t(demos.size()), kMaxMaskName);
     if (!names.ok()) return names.status();
     for (const std::string& n : *names) {
       if (std::find(demos.begin(), demos.end(), n) == demos.end()) {

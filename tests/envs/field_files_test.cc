@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "envs/demos/libero_file.h"
@@ -192,6 +193,27 @@ TEST(FieldFiles, WhatIsMissingIsNamed) {
   r = ReadLiberoHdf5(path, o);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("3 values per step, a quaternion has 4"),
+            std::string::npos)
+      << r.status();
+}
+
+// A mask longer than the file's demos is refused before it is read.
+TEST(FieldFiles, AMaskNamingMoreThanTheFilesDemosIsRefusedUnread) {
+  const testutil::TestDir dir;
+  const std::string path = Rewritten(dir, "robomimic");
+  std::string out;
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import h5py, numpy as np; f = h5py.File('" + path +
+      "', 'a'); del f['mask/valid']; f.create_dataset('mask/valid', "
+      "data=np.array(['demo_4'] * 6, dtype='S'))\"";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  DemoReadOptions o = RunCameras();
+  o.proprio = {{"robot0_eef_pos"},
+               {"robot0_eef_quat", /*quat_to_axis_angle=*/true},
+               {"robot0_gripper_qpos"}};
+  absl::StatusOr<DemoRecording> r = ReadLiberoHdf5(path, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("/mask/valid: 6 strings, over 5"),
             std::string::npos)
       << r.status();
 }
