@@ -4,25 +4,27 @@
 #include <cmath>
 #include <deque>
 #include <functional>
-#include <queue>
+#include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "services/plan/event_queue.h"
+#include "services/plan/shared_cores.h"
 
 namespace rlvla3 {
 namespace {
 
-// Env step times: lognormal with the measured mean and cv.
-class StepTimes {
+// Lognormal draws with a given mean and cv (cv 0: the mean itself).
+class Lognormal {
  public:
-  StepTimes(double mean, double cv, uint64_t seed) : mean_(mean), rng_(seed) {
+  Lognormal(double mean, double cv, uint64_t seed) : mean_(mean), rng_(seed) {
     const double s2 = std::log(1.0 + cv * cv);
     sigma_ = std::sqrt(s2);
-    mu_ = std::log(mean) - s2 / 2;
+    mu_ = mean > 0 ? std::log(mean) - s2 / 2 : 0;
   }
   double Next() {
-    if (sigma_ == 0) return mean_;
+    if (sigma_ == 0 || mean_ <= 0) return mean_;
     return std::exp(mu_ + sigma_ * normal_(rng_));
   }
 
@@ -32,30 +34,33 @@ class StepTimes {
   std::normal_distribution<double> normal_;
 };
 
-double InferSeconds(const StageCosts& c, int batch) {
-  return c.infer_fixed_s + c.infer_per_obs_s * batch;
-}
-
-double LearnSeconds(const StageCosts& c, int samples) {
-  return c.learn_per_step_s + c.learn_per_sample_s * samples;
-}
-
-// What both modes count.
+// What both modes count; busy is wall time a worker, server or the learner
+// held a job.
 struct Tally {
   int64_t frames = 0, trained = 0, updates = 0, batches = 0, batched = 0;
-  double env_busy = 0, inference_busy = 0, learner_busy = 0, lag_sum = 0;
+  double env_busy = 0, inference_busy = 0, learner_busy = 0;
+  std::vector<int64_t> lag;  // trained samples by lag
+  double end = 0;            // when the last counted work finished
 };
 
 PipelinePrediction Predict(const Tally& t, const PipelineShape& s,
                            double seconds) {
   PipelinePrediction p;
-  p.frames_per_s = t.frames / seconds;
-  p.samples_per_s = t.trained / seconds;
-  p.updates_per_s = t.updates / seconds;
+  const double span = t.end > 0 ? t.end : seconds;
+  p.frames_per_s = double(t.frames) / span;
+  p.samples_per_s = double(t.trained) / span;
+  p.updates_per_s = double(t.updates) / span;
   p.env_busy = t.env_busy / (seconds * s.env_workers);
   p.inference_busy = t.inference_busy / (seconds * s.inference_servers);
   p.learner_busy = t.learner_busy / seconds;
-  p.lag_mean = t.trained > 0 ? t.lag_sum / t.trained : 0;
+  int64_t n = 0;
+  double sum = 0;
+  for (size_t k = 0; k < t.lag.size(); ++k) {
+    n += t.lag[k];
+    sum += double(k) * double(t.lag[k]);
+  }
+  for (int64_t c : t.lag) p.lag_share.push_back(n > 0 ? double(c) / n : 0);
+  p.lag_mean = n > 0 ? sum / double(n) : 0;
   p.mean_batch = t.batches > 0 ? double(t.batched) / t.batches : 0;
   p.bottleneck = "env";
   double most = p.env_busy;
@@ -65,35 +70,132 @@ PipelinePrediction Predict(const Tally& t, const PipelineShape& s,
   return p;
 }
 
+// The clock, the cores and the three kinds of job, shared by both modes.
+class Stages {
+ public:
+  Stages(const StageCosts& c, const PipelineShape& s, uint64_t seed)
+      : c_(c),
+        s_(s),
+        cores_(&q_, s.cpu.cores),
+        compute_(c.env_step_s, c.env_step_cv, seed),
+        latency_(c.env_latency_s, c.env_latency_cv, seed ^ 0x9e3779b97f4a7c15),
+        free_workers_(s.env_workers) {}
+
+  EventQueue& clock() { return q_; }
+  Tally& tally() { return t_; }
+
+  // One env frame: its compute on a free worker, then its latency wait.
+  void Frame(std::function<void()> done) {
+    if (free_workers_ == 0) {
+      ready_.push_back(std::move(done));
+      return;
+    }
+    --free_workers_;
+    const double start = q_.now();
+    cores_.Start(compute_.Next(), 1, 1,
+                 [this, start, done = std::move(done)]() mutable {
+                   t_.env_busy += q_.now() - start;
+                   ++free_workers_;
+                   const double wait = latency_.Next();
+                   if (wait > 0) {
+                     q_.After(wait, std::move(done));
+                   } else {
+                     done();
+                   }
+                   if (!ready_.empty() && free_workers_ > 0) {
+                     std::function<void()> next = std::move(ready_.front());
+                     ready_.pop_front();
+                     Frame(std::move(next));
+                   }
+                 });
+  }
+
+  // One inference batch of `b` (the caller holds a server).
+  void Infer(int b, std::function<void()> done) {
+    ++t_.batches;
+    t_.batched += b;
+    const double start = q_.now();
+    cores_.Start(c_.infer_fixed_s + c_.infer_per_obs_s * b,
+                 s_.cpu.inference_threads, 1,
+                 [this, start, done = std::move(done)] {
+                   t_.inference_busy += q_.now() - start;
+                   done();
+                 });
+  }
+
+  // One optimizer step over `samples`: every rank its share, then the
+  // all-reduce.
+  void Learn(int samples, std::function<void()> done) {
+    const int ranks = std::max(1, s_.learner_ranks);
+    const double work =
+        c_.learn_per_step_s + c_.learn_per_sample_s * double(samples) / ranks;
+    auto left = std::make_shared<int>(ranks);
+    const double start = q_.now();
+    auto finished = std::make_shared<std::function<void()>>(std::move(done));
+    for (int r = 0; r < ranks; ++r) {
+      cores_.Start(work, s_.cpu.learner_threads,
+                   NiceWeight(s_.cpu.learner_nice),
+                   [this, left, start, finished] {
+                     if (--*left > 0) return;
+                     q_.After(c_.allreduce_s, [this, start, finished] {
+                       t_.learner_busy += q_.now() - start;
+                       (*finished)();
+                     });
+                   });
+    }
+  }
+
+  void Trained(const std::vector<uint64_t>& acted, uint64_t version) {
+    for (uint64_t v : acted) {
+      const size_t lag = size_t(version - v);
+      if (t_.lag.size() <= lag) t_.lag.resize(lag + 1, 0);
+      ++t_.lag[lag];
+    }
+    t_.trained += int64_t(acted.size());
+    ++t_.updates;
+    t_.end = q_.now();
+  }
+
+ private:
+  const StageCosts c_;
+  const PipelineShape s_;
+  EventQueue q_;
+  SharedCores cores_;
+  Lognormal compute_, latency_;
+  Tally t_;
+  int free_workers_;
+  std::deque<std::function<void()>> ready_;
+};
+
 // The asynchronous run: every queue as the runtime has it.
 class AsyncPipeline {
  public:
   AsyncPipeline(const StageCosts& c, const PipelineShape& s, uint64_t seed)
-      : c_(c),
-        s_(s),
-        times_(c.env_step_s, c.env_step_cv, seed),
-        free_workers_(s.env_workers),
+      : s_(s),
+        st_(c, s, seed),
         free_servers_(s.inference_servers),
-        act_version_(s.envs, 0),
-        segment_(s.envs) {}
+        act_version_(size_t(s.envs), 0),
+        segment_(size_t(s.envs)) {}
 
   Tally Run(double seconds) {
     for (int e = 0; e < s_.envs; ++e) Observe(e);
-    q_.RunUntil(seconds);
-    return t_;
+    st_.clock().RunUntil(seconds);
+    st_.tally().end = seconds;
+    return st_.tally();
   }
 
  private:
+  EventQueue& q() { return st_.clock(); }
+
   // An env's observation is ready: admitted, or parked while the rollout
   // is max_policy_lag versions ahead of the learner.
   void Observe(int env) {
-    const int64_t ahead = in_flight_samples_;
-    if (ahead >= int64_t(s_.max_policy_lag + 1) * s_.global_batch) {
+    if (in_flight_ >= int64_t(s_.max_policy_lag + 1) * s_.global_batch) {
       parked_.push_back(env);
       return;
     }
-    ++in_flight_samples_;
-    waiting_.push_back({env, q_.now()});
+    ++in_flight_;
+    waiting_.push_back({env, q().now()});
     TryBatch();
   }
 
@@ -101,10 +203,10 @@ class AsyncPipeline {
     while (free_servers_ > 0 && !waiting_.empty()) {
       const double oldest = waiting_.front().since;
       if (int(waiting_.size()) < s_.max_batch &&
-          q_.now() < oldest + s_.max_wait_s) {
+          q().now() < oldest + s_.max_wait_s) {
         if (!wake_pending_) {
           wake_pending_ = true;
-          q_.At(oldest + s_.max_wait_s, [this] {
+          q().At(oldest + s_.max_wait_s, [this] {
             wake_pending_ = false;
             TryBatch();
           });
@@ -119,41 +221,28 @@ class AsyncPipeline {
         waiting_.pop_front();
       }
       --free_servers_;
-      const double dt = InferSeconds(c_, b);
-      t_.inference_busy += dt;
-      ++t_.batches;
-      t_.batched += b;
-      q_.After(dt, [this, batch] {
+      st_.Infer(b, [this, batch] {
         ++free_servers_;
-        for (int env : batch) Step(env);
+        for (int env : batch) Act(env, s_.execute_steps);
         TryBatch();
       });
     }
   }
 
-  // The env steps on a worker when one is free.
-  void Step(int env) {
-    if (free_workers_ == 0) {
-      ready_.push_back(env);
-      return;
-    }
-    --free_workers_;
-    const double dt = times_.Next();
-    t_.env_busy += dt;
-    q_.After(dt, [this, env] {
-      ++free_workers_;
-      Stepped(env);
-      if (!ready_.empty()) {
-        const int next = ready_.front();
-        ready_.pop_front();
-        Step(next);
+  // The env executes its decision's frames, one after another.
+  void Act(int env, int frames_left) {
+    st_.Frame([this, env, frames_left] {
+      ++st_.tally().frames;
+      if (frames_left > 1) {
+        Act(env, frames_left - 1);
+      } else {
+        Decided(env);
       }
     });
   }
 
   // One sample made; a whole segment goes to the learner.
-  void Stepped(int env) {
-    ++t_.frames;
+  void Decided(int env) {
     std::vector<uint64_t>& seg = segment_[size_t(env)];
     seg.push_back(act_version_[size_t(env)]);
     if (int(seg.size()) >= s_.rollout_len) {
@@ -167,18 +256,15 @@ class AsyncPipeline {
   void TryLearn() {
     if (learning_ || int64_t(learner_queue_.size()) < s_.global_batch) return;
     learning_ = true;
-    for (int i = 0; i < s_.global_batch; ++i) {
-      t_.lag_sum += double(version_ - learner_queue_.front());
-      learner_queue_.pop_front();
-    }
-    const double dt = LearnSeconds(c_, s_.global_batch);
-    t_.learner_busy += dt;
-    q_.After(dt, [this] {
+    std::vector<uint64_t> acted(learner_queue_.begin(),
+                                learner_queue_.begin() + s_.global_batch);
+    learner_queue_.erase(learner_queue_.begin(),
+                         learner_queue_.begin() + s_.global_batch);
+    st_.Learn(s_.global_batch, [this, acted] {
+      st_.Trained(acted, version_);
       learning_ = false;
       ++version_;
-      ++t_.updates;
-      t_.trained += s_.global_batch;
-      in_flight_samples_ -= s_.global_batch;
+      in_flight_ -= s_.global_batch;
       std::deque<int> parked;
       parked.swap(parked_);
       for (int env : parked) Observe(env);
@@ -190,73 +276,88 @@ class AsyncPipeline {
     int env;
     double since;
   };
-  const StageCosts c_;
   const PipelineShape s_;
-  StepTimes times_;
-  EventQueue q_;
-  Tally t_;
-  int free_workers_, free_servers_;
+  Stages st_;
+  int free_servers_;
   bool wake_pending_ = false, learning_ = false;
   uint64_t version_ = 0;
-  int64_t in_flight_samples_ = 0;  // admitted, not yet trained
+  int64_t in_flight_ = 0;  // admitted, not yet trained
   std::vector<uint64_t> act_version_;
   std::vector<std::vector<uint64_t>> segment_;
   std::deque<Waiting> waiting_;
-  std::deque<int> ready_, parked_;
+  std::deque<int> parked_;
   std::deque<uint64_t> learner_queue_;
 };
 
-// The time `jobs` take on `servers` taking the next job when free.
-double Makespan(const std::vector<double>& jobs, int servers) {
-  std::priority_queue<double, std::vector<double>, std::greater<double>> free;
-  for (int i = 0; i < servers; ++i) free.push(0.0);
-  double end = 0;
-  for (double j : jobs) {
-    const double t = free.top() + j;
-    free.pop();
-    free.push(t);
-    end = std::max(end, t);
-  }
-  return end;
-}
+// Lock-step: each decision batched over every env, then every env executes
+// it; after rollout_len decisions the learner trains on them all, then the
+// next round begins.
+class SyncPipeline {
+ public:
+  SyncPipeline(const StageCosts& c, const PipelineShape& s, uint64_t seed)
+      : s_(s), st_(c, s, seed) {}
 
-// Lock-step: each decision batched over every env, then every env steps;
-// after rollout_len decisions the learner trains on them all.
-Tally RunSync(const StageCosts& c, const PipelineShape& s, uint64_t seed,
-              double seconds) {
-  StepTimes times(c.env_step_s, c.env_step_cv, seed);
-  Tally t;
-  double now = 0;
-  const int64_t samples = int64_t(s.envs) * s.rollout_len;
-  const int64_t steps = std::max<int64_t>(1, samples / s.global_batch);
-  while (true) {
-    double round = 0;
-    for (int d = 0; d < s.rollout_len; ++d) {
-      std::vector<double> batches, envs;
-      for (int left = s.envs; left > 0; left -= s.max_batch) {
-        const int b = std::min(left, s.max_batch);
-        batches.push_back(InferSeconds(c, b));
-        t.inference_busy += batches.back();
-        ++t.batches;
-        t.batched += b;
-      }
-      for (int e = 0; e < s.envs; ++e) {
-        envs.push_back(times.Next());
-        t.env_busy += envs.back();
-      }
-      round += Makespan(batches, s.inference_servers) +
-               Makespan(envs, s.env_workers);
-    }
-    const double learn = steps * LearnSeconds(c, int(samples / steps));
-    if (now + round + learn > seconds) break;
-    now += round + learn;
-    t.learner_busy += learn;
-    t.frames += samples;
-    t.trained += samples;
-    t.updates += steps;
+  Tally Run(double seconds) {
+    Decide(0);
+    st_.clock().RunUntil(seconds);
+    return st_.tally();
   }
-  return t;
-}
+
+ private:
+  // Decision d of the round: the batches on the servers, then the envs.
+  void Decide(int d) {
+    if (d == s_.rollout_len) return Train();
+    batches_left_ = 0;
+    for (int left = s_.envs; left > 0; left -= s_.max_batch) {
+      pending_.push_back(std::min(left, s_.max_batch));
+      ++batches_left_;
+    }
+    for (int i = 0; i < s_.inference_servers; ++i) NextBatch(d);
+  }
+
+  void NextBatch(int d) {
+    if (pending_.empty()) return;
+    const int b = pending_.front();
+    pending_.pop_front();
+    st_.Infer(b, [this, d] {
+      if (--batches_left_ > 0) return NextBatch(d);
+      envs_left_ = s_.envs;
+      for (int e = 0; e < s_.envs; ++e) Act(d, s_.execute_steps);
+    });
+  }
+
+  void Act(int d, int frames_left) {
+    st_.Frame([this, d, frames_left] {
+      ++frames_;
+      if (frames_left > 1) return Act(d, frames_left - 1);
+      if (--envs_left_ == 0) Decide(d + 1);
+    });
+  }
+
+  // The round's samples in `steps` optimizer steps, then the next round.
+  void Train() {
+    const int64_t samples = int64_t(s_.envs) * s_.rollout_len;
+    steps_left_ = std::max<int64_t>(1, samples / s_.global_batch);
+    per_step_ = int(samples / steps_left_);
+    NextStep();
+  }
+
+  void NextStep() {
+    st_.Learn(per_step_, [this] {
+      st_.Trained(std::vector<uint64_t>(size_t(per_step_), 0), 0);
+      if (--steps_left_ > 0) return NextStep();
+      st_.tally().frames += frames_;
+      frames_ = 0;
+      Decide(0);
+    });
+  }
+
+  const PipelineShape s_;
+  Stages st_;
+  std::deque<int> pending_;
+  int batches_left_ = 0, envs_left_ = 0, per_step_ = 0;
+  int64_t steps_left_ = 0, frames_ = 0;
+};
 
 }  // namespace
 
@@ -265,7 +366,7 @@ PipelinePrediction SimulatePipeline(const StageCosts& costs,
                                     const SimulationOptions& options) {
   const Tally t =
       shape.sync
-          ? RunSync(costs, shape, options.seed, options.seconds)
+          ? SyncPipeline(costs, shape, options.seed).Run(options.seconds)
           : AsyncPipeline(costs, shape, options.seed).Run(options.seconds);
   return Predict(t, shape, options.seconds);
 }

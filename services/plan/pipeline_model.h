@@ -15,10 +15,15 @@
 //   then the learner trains on them all, then the next rollout.
 //
 // Env step times are lognormal (mean and coefficient of variation, the
-// heavy tail of a simulator; cv 0 is deterministic), inference takes
-// fixed + per_obs * batch, the learner per_step + per_sample * samples.
+// heavy tail of a simulator; cv 0 is deterministic): the worker's compute,
+// then the latency model's wait, which holds the env but not its worker.
+// Inference takes fixed + per_obs * batch, a learner rank per_step +
+// per_sample * its share of the global batch, then the ranks' all-reduce.
+// On a machine whose cores the stages share (shape.cpu.cores > 0) every
+// job runs on SharedCores: envs one thread each, inference and learner
+// with their torch threads, the learner at its nice level's weight.
 // Nothing is fitted to what it predicts: costs come from a stage-cost
-// profile (bench), shapes from the run's config.
+// profile (bench --stage-costs), shapes from the run's config.
 //
 // Example:
 //   StageCosts costs;  costs.env_step_s = 0.010;  ...
@@ -31,15 +36,31 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rlvla3 {
 
 // Seconds each stage takes, measured alone.
 struct StageCosts {
-  double env_step_s = 0.010;  // mean per env step
+  double env_step_s = 0.010;  // mean compute per env frame, on its worker
   double env_step_cv = 0.0;   // its coefficient of variation (lognormal)
+  // The latency model's wait per frame (env.latency_mean_ms / cv): the env
+  // is busy, its worker free.
+  double env_latency_s = 0, env_latency_cv = 0;
   double infer_fixed_s = 0.002, infer_per_obs_s = 0.0005;
   double learn_per_step_s = 0.005, learn_per_sample_s = 0.001;
+  // The learner ranks' gradient all-reduce per optimizer step (0 for one
+  // rank): not on the shared cores.
+  double allreduce_s = 0;
+};
+
+// How the stages share one machine's cores (cores 0: each stage on hardware
+// of its own, as on a cluster with inference and learners on GPUs).
+struct CpuShare {
+  double cores = 0;
+  double inference_threads = 1;  // threads.torch_intra_op
+  double learner_threads = 1;
+  int learner_nice = 0;  // threads.learner_nice
 };
 
 // The run's shape (the config keys the runtime reads).
@@ -47,12 +68,15 @@ struct PipelineShape {
   int envs = 8;
   int env_workers = 1;  // threads stepping envs (one env at a time each)
   int inference_servers = 1;
+  int learner_ranks = 1;      // data-parallel; each trains global_batch / ranks
+  int execute_steps = 1;      // frames per decision (rl.execute_steps)
   int max_batch = 8;          // batcher.max_batch
   double max_wait_s = 0.001;  // batcher.max_wait_ms / 1000
   int rollout_len = 16;       // decisions per env per segment
   int global_batch = 128;     // samples per optimizer step
   int max_policy_lag = 1;     // rl.max_policy_lag
   bool sync = false;          // run.mode
+  CpuShare cpu;
 };
 
 struct SimulationOptions {
@@ -62,14 +86,16 @@ struct SimulationOptions {
 
 struct PipelinePrediction {
   double frames_per_s = 0;   // env steps
-  double samples_per_s = 0;  // trained
+  double samples_per_s = 0;  // trained (a sample is one decision)
   double updates_per_s = 0;
   // Shares of time busy: env workers (mean over workers), inference
   // servers (mean), the learner.
   double env_busy = 0, inference_busy = 0, learner_busy = 0;
   std::string bottleneck;  // "env", "inference" or "learner"
   double lag_mean = 0;     // versions between acting and training
-  double mean_batch = 0;   // observations per inference batch
+  // Share of trained samples at each lag (0, 1, 2, ...).
+  std::vector<double> lag_share;
+  double mean_batch = 0;  // observations per inference batch
 };
 
 PipelinePrediction SimulatePipeline(const StageCosts& costs,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "services/plan/event_queue.h"
+#include "services/plan/shared_cores.h"
 
 namespace rlvla3 {
 namespace {
@@ -140,6 +141,116 @@ TEST(PipelineModel, WithHeavyTailedStepsAsyncOutrunsLockStep) {
   const PipelinePrediction sync = SimulatePipeline(c, s, {300.0, 5});
   EXPECT_GT(async.frames_per_s, 1.1 * sync.frames_per_s);
   EXPECT_GT(async.env_busy, sync.env_busy);
+}
+
+// Two one-thread jobs of 1 s on one core share it: both end at 2 s; a third
+// started at 1 s slows them to a third each.
+TEST(SharedCores, JobsShareTheCoresEquallyAtEqualWeight) {
+  EventQueue q;
+  SharedCores cpu(&q, 1);
+  std::vector<double> ends;
+  cpu.Start(1.0, 1, 1, [&] { ends.push_back(q.now()); });
+  cpu.Start(1.0, 1, 1, [&] { ends.push_back(q.now()); });
+  q.RunUntil(10);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_NEAR(ends[0], 2.0, 1e-9);
+  EXPECT_NEAR(ends[1], 2.0, 1e-9);
+  // 0.5 s done each by t=1, then thirds: 0.5 / (1/3) = 1.5 s more.
+  ends.clear();
+  EventQueue q2;
+  SharedCores cpu2(&q2, 1);
+  cpu2.Start(1.0, 1, 1, [&] { ends.push_back(q2.now()); });
+  cpu2.Start(1.0, 1, 1, [&] { ends.push_back(q2.now()); });
+  q2.At(1.0, [&] { cpu2.Start(5.0, 1, 1, [] {}); });
+  q2.RunUntil(10);
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_NEAR(ends[0], 2.5, 1e-9);
+  EXPECT_NEAR(cpu2.core_seconds(), 7.0, 1e-9);  // all the work, no more
+  EXPECT_EQ(cpu2.running(), 0u);
+}
+
+// A thread never runs faster than one core, and a niced job gets its
+// weight's share: on 2 cores a 2-thread nice-0 job and a 1-thread nice-10
+// job both get what they ask while there is room, then share by weight.
+TEST(SharedCores, ANicedJobGetsItsWeightsShareAndNoThreadMoreThanACore) {
+  EventQueue q;
+  SharedCores unlimited(&q, 0);
+  double end = -1;
+  unlimited.Start(3.0, 8, 1, [&] { end = q.now(); });
+  q.RunUntil(10);
+  EXPECT_NEAR(end, 3.0, 1e-9);
+
+  EventQueue q2;
+  SharedCores cpu(&q2, 2);
+  double fair = -1, niced = -1;
+  const double w = NiceWeight(10);
+  EXPECT_NEAR(w, 0.107, 0.002);
+  cpu.Start(1.0, 2, 1, [&] { fair = q2.now(); });
+  cpu.Start(1.0, 1, w, [&] { niced = q2.now(); });
+  q2.RunUntil(100);
+  // Three threads on two cores: nice-0 threads at 2 / (2 + w) each.
+  const double fast = 2 / (2 + w);
+  EXPECT_NEAR(fair, 1 / fast, 1e-9);
+  const double done_niced = fair * fast * w;  // the niced job's progress
+  EXPECT_NEAR(niced, fair + (1 - done_niced), 1e-9);
+}
+
+// The latency model's wait holds the env, not its worker: one env cycles
+// through inference, compute and the wait; the worker is busy only for
+// the compute. A decision of 3 frames is 3 x (compute + wait).
+TEST(PipelineModel, TheLatencyWaitHoldsTheEnvButNotItsWorker) {
+  StageCosts c = Deterministic();
+  c.env_latency_s = 0.020;
+  PipelineShape s;
+  s.envs = s.env_workers = s.max_batch = 1;
+  s.rollout_len = 4;
+  s.global_batch = 16;
+  PipelinePrediction p = SimulatePipeline(c, s, {100.0, 1});
+  EXPECT_NEAR(p.frames_per_s, 1 / (0.0025 + 0.030), 0.1);
+  EXPECT_NEAR(p.env_busy, 0.010 / 0.0325, 0.01);
+  s.execute_steps = 3;
+  p = SimulatePipeline(c, s, {100.0, 1});
+  EXPECT_NEAR(p.frames_per_s, 3 / (0.0025 + 3 * 0.030), 0.1);
+  EXPECT_NEAR(p.samples_per_s, p.frames_per_s / 3, 0.2);
+}
+
+// Data-parallel learners split the global batch and pay the all-reduce:
+// a learner-bound run's step is per_step + per_sample * B / R + allreduce.
+TEST(PipelineModel, LearnerRanksSplitTheBatchAndPayTheAllReduce) {
+  StageCosts c = Deterministic();
+  c.learn_per_sample_s = 0.01;
+  c.allreduce_s = 0.02;
+  PipelineShape s;
+  s.envs = s.env_workers = s.max_batch = 8;
+  s.rollout_len = 4;
+  s.global_batch = 32;
+  s.learner_ranks = 2;
+  const PipelinePrediction p = SimulatePipeline(c, s, {200.0, 3});
+  EXPECT_NEAR(p.updates_per_s, 1 / (0.005 + 0.01 * 16 + 0.02), 0.05);
+  EXPECT_EQ(p.bottleneck, "learner");
+  double shares = 0;
+  for (double x : p.lag_share) shares += x;
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+}
+
+// On shared cores the stages slow one another: two workers on one core run
+// a compute-bound env stage no faster than one.
+TEST(PipelineModel, OnSharedCoresTheStagesSlowOneAnother) {
+  StageCosts c = Deterministic();
+  c.infer_fixed_s = c.infer_per_obs_s = 0;
+  c.learn_per_step_s = c.learn_per_sample_s = 0;
+  PipelineShape s;
+  s.envs = 8;
+  s.env_workers = 2;
+  s.max_batch = 8;
+  s.rollout_len = 4;
+  s.global_batch = 32;
+  s.max_policy_lag = 4;
+  const PipelinePrediction own = SimulatePipeline(c, s, {50.0, 1});
+  EXPECT_NEAR(own.frames_per_s, 200, 2);
+  s.cpu.cores = 1;
+  const PipelinePrediction shared = SimulatePipeline(c, s, {50.0, 1});
+  EXPECT_NEAR(shared.frames_per_s, 100, 1);
 }
 
 }  // namespace
