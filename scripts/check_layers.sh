@@ -8,9 +8,10 @@
 #   services/{rollout,inference,learner}   the roles: the floors below, themselves
 #   services/engine                 the roles wired in one process
 #   services/net, services/kube     the network and deploy layers: below + themselves
+#   services/plan                   the cluster model: runtime/ and itself (pure computation)
 #   services/options                the config becomes the roles' options: the roles, net
-#   services/runs                   what the verbs run: options and everything below
-#   services/verbs                  the command line: runs, options, kube and below
+#   services/runs                   what the verbs run: options, plan and everything below
+#   services/verbs                  the command line: runs, options, kube, plan and below
 #                                   (a verb never includes another verb's file)
 # Third-party and generated headers (absl/, grpcpp/, rlvla3/v1/, torch/, ...)
 # are not floors. Exits 1 listing every include that points up a floor.
@@ -33,9 +34,10 @@ declare -A allowed=(
   [services/engine]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/"
   [services/net]="runtime/ envs/ policies/ services/net/"
   [services/kube]="runtime/ services/kube/"
+  [services/plan]="runtime/ services/plan/"
   [services/options]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/options/"
-  [services/runs]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/options/ services/runs/"
-  [services/verbs]="runtime/ envs/ policies/ services/kube/ services/options/ services/runs/ services/verbs/verb.h services/verbs/verbs.h services/verbs/cli.h"
+  [services/runs]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/options/ services/plan/ services/runs/"
+  [services/verbs]="runtime/ envs/ policies/ services/kube/ services/options/ services/plan/ services/runs/ services/verbs/verb.h services/verbs/verbs.h services/verbs/cli.h"
 )
 project='^(runtime|envs|policies|services)/'
 

@@ -116,7 +116,7 @@ not_regular_files() {
 
 replay() {  # the seed corpora of the file doors' fuzz targets
   local t
-  for t in demo_file interface task_file config; do
+  for t in demo_file interface task_file config stage_costs; do
     "$BUILD/tests/fuzz/${t}_fuzz" "$ROOT/tests/fuzz/corpus/$t" || return 1
   done
 }
@@ -175,7 +175,10 @@ row "a tokenizer model, task file or scene that is a folder or /dev/zero" \
   "refused unread: not a regular file" not_regular_files
 row "rlvla3_envs: an id listed twice, 10^6 envs, negative horizon or seed, two threads, a MuJoCo error" \
   "ValueError / RuntimeError; no hang, no exit" python_misuse
-row "fuzzed demo files, declarations, task files, configs (seed corpora)" \
+row "a stage-cost profile with a bad, missing or unknown key, or a folder or /dev/zero" \
+  "refused naming the file and the key; nothing read from a device" \
+  gtest stage_costs_test '*Refused*'
+row "fuzzed demo files, declarations, task files, configs, stage costs (seed corpora)" \
   "no crash; errors name the file" replay
 
 echo

@@ -1,10 +1,14 @@
 #include "services/runs/env_stage_bench.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
+#include <fstream>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -26,14 +30,64 @@ double ProcessCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+// Resident bytes of this process (0 where /proc is not there).
+double ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  long long pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return static_cast<double>(resident) *
+         static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+// A fixed-size uniform sample of step times (reservoir sampling, a fixed
+// seed): allocated once, whatever the number of steps.
+class StepSample {
+ public:
+  StepSample() : rng_(7) { kept_.reserve(kSize); }
+  void Add(double ms) {
+    ++seen_;
+    if (kept_.size() < kSize) {
+      kept_.push_back(ms);
+      return;
+    }
+    const uint64_t slot = rng_() % seen_;
+    if (slot < kSize) kept_[slot] = ms;
+  }
+  // cv, p50 and p99 into `f`.
+  void Describe(EnvStageFigures* f) {
+    if (kept_.empty()) return;
+    double sum = 0, sq = 0;
+    for (double x : kept_) sum += x, sq += x * x;
+    const double n = static_cast<double>(kept_.size());
+    const double mean = sum / n;
+    const double var = std::max(0.0, sq / n - mean * mean);
+    f->step_ms_cv = mean > 0 ? std::sqrt(var) / mean : 0;
+    std::sort(kept_.begin(), kept_.end());
+    const auto at = [&](double q) {
+      return kept_[std::min(kept_.size() - 1,
+                            static_cast<size_t>(q * (n - 1) + 0.5))];
+    };
+    f->step_ms_p50 = at(0.5);
+    f->step_ms_p99 = at(0.99);
+  }
+
+ private:
+  static constexpr size_t kSize = 8192;
+  std::vector<double> kept_;
+  uint64_t seen_ = 0;
+  std::mt19937_64 rng_;
+};
+
 }  // namespace
 
 absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
                                                 double seconds,
                                                 int execute_steps) {
+  const double resident0 = ResidentBytes();
   absl::StatusOr<std::unique_ptr<EnvPool>> pool = EnvPool::Create(options);
   if (!pool.ok()) return pool.status();
   EnvPool& p = **pool;
+  StepSample sample;
   std::vector<int> ready;
   std::vector<float> zeros;
   // Each env's chunk step, as a rollout worker's decisions step it.
@@ -47,6 +101,7 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
       return s;
     zeros.assign(ready.size() * kActionDim, 0.0f);
     for (int id : ready) {
+      if (p.state(id).step > 0) sample.Add(p.state(id).step_ms);
       int& k = chunk_pos[static_cast<size_t>(id)];
       if (p.state(id).step == 0) k = 0;  // a new episode's first decision
       if (k + 1 < execute_steps) p.SkipImagesOnNextStep(id);
@@ -69,6 +124,9 @@ absl::StatusOr<EnvStageFigures> MeasureEnvStage(const EnvPoolOptions& options,
   f.render_ms = st.phases.render_ms;
   f.readback_ms = st.phases.readback_ms;
   f.handoff_ms = st.handoff_ms;
+  sample.Describe(&f);
+  f.host_bytes_per_env =
+      std::max(0.0, ResidentBytes() - resident0) / std::max(1, f.envs);
   f.readback = kReadbackNames.Name(p.options().env.readback);
   f.backend = options.env.render
                   ? kRenderBackendNames.Name(p.options().env.render_backend)

@@ -39,6 +39,11 @@ struct EnvStageFigures {
   double cpu_ms_per_frame = 0;
   // Its phases per frame, ms: physics, render, readback, hand-off (EnvPool).
   double physics_ms = 0, render_ms = 0, readback_ms = 0, handoff_ms = 0;
+  // The distribution of one step's wall time (latency model excluded), from
+  // a fixed-size sample of the steps: its cv, median and 99th percentile.
+  double step_ms_cv = 0, step_ms_p50 = 0, step_ms_p99 = 0;
+  // Resident memory the pool added, per env (its models, data, buffers).
+  double host_bytes_per_env = 0;
 };
 
 // Steps the pool made from `options` for `seconds`. With execute_steps E >

@@ -16,9 +16,21 @@
 namespace rlvla3 {
 namespace {
 
+// Word ids a synthetic instruction draws from: [low, high) within the
+// tokenizer's vocabulary (a toy task's may hold only a few words).
+struct TextIds {
+  int64_t low, high;
+};
+TextIds SyntheticTextIds(const EngineParts& parts) {
+  const int64_t high =
+      std::clamp<int64_t>(parts.tokenizer.size(), int64_t{1}, int64_t{8});
+  return {std::min<int64_t>(2, high - 1), high};
+}
+
 // A batch of random observations in staging memory (pinned for a GPU).
 PolicyInput SyntheticInput(const InferenceServerOptions& o, int64_t B,
-                           int64_t text_len, const at::Device& device) {
+                           int64_t text_len, TextIds ids,
+                           const at::Device& device) {
   const int64_t h = o.image_height, w = o.image_width;
   PolicyInput in;
   in.images =
@@ -28,7 +40,7 @@ PolicyInput SyntheticInput(const InferenceServerOptions& o, int64_t B,
       torch::empty({B, kProprioDim}, HostStaging(device, torch::kFloat))
           .normal_();
   in.text = torch::empty({B, text_len}, HostStaging(device, torch::kLong))
-                .random_(2, 8);
+                .random_(ids.low, ids.high);
   in.text_len =
       torch::empty({B}, HostStaging(device, torch::kLong)).fill_(text_len);
   return in;
@@ -77,7 +89,7 @@ InferenceStageDriver::InferenceStageDriver(const LocalEngineOptions& o,
   impl_->batch = std::min<int64_t>(static_cast<int64_t>(i.batcher.max_batch),
                                    o.rollout.pool.num_envs);
   impl_->in = SyntheticInput(i, impl_->batch, parts.policy->max_text_len(),
-                             impl_->device);
+                             SyntheticTextIds(parts), impl_->device);
 }
 
 InferenceStageDriver::~InferenceStageDriver() = default;
@@ -102,7 +114,8 @@ LearnerStageDriver::LearnerStageDriver(const LocalEngineOptions& o,
                                        const EngineParts& parts)
     : impl_(std::make_unique<Impl>()) {
   const int64_t L = parts.policy->max_text_len();
-  at::Tensor text = torch::randint(2, 8, {1, L}, torch::kLong);
+  const TextIds ids = SyntheticTextIds(parts);
+  at::Tensor text = torch::randint(ids.low, ids.high, {1, L}, torch::kLong);
   at::Tensor lens = torch::full({1}, L, torch::kLong);
   const int envs = o.rollout.pool.num_envs;
   impl_->shape = o.segment_shape;

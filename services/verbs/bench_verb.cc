@@ -13,6 +13,7 @@
 #include "runtime/stop_signal.h"
 #include "runtime/text_file.h"
 #include "services/runs/bench.h"
+#include "services/runs/stage_costs_bench.h"
 #include "services/verbs/verb.h"
 #include "services/verbs/verbs.h"
 #include "spdlog/spdlog.h"
@@ -82,14 +83,66 @@ int EnvScalingBench(const VerbArgs& f, const Config& c, const EnvScalingArgs& a,
   return kExitOk;
 }
 
+// --stage-costs FILE: the stages alone at the points `plan` needs
+// (--duration seconds per point), written as a stage-cost profile.
+int StageCostsBench(const VerbArgs& f, const Config& c, double seconds) {
+  for (const char* other : {"--env-workers", "--placement", "--json"}) {
+    if (!f.All(other).empty()) {
+      std::fprintf(stderr,
+                   "rl-vla3: --stage-costs measures the stages alone only; "
+                   "%s cannot go with it\n",
+                   other);
+      return kExitUsage;
+    }
+  }
+  if (f.Has("--profile")) {
+    std::fprintf(stderr,
+                 "rl-vla3: --stage-costs measures the stages alone only; "
+                 "--profile cannot go with it\n");
+    return kExitUsage;
+  }
+  const std::string path = f.Get("--stage-costs", "");
+  const std::string config_name =
+      f.config_path.empty() ? "(defaults)" : f.config_path;
+  absl::StatusOr<StageCostProfile> p =
+      MeasureStageCosts(c, config_name, seconds);
+  if (!p.ok()) {
+    spdlog::error("bench: {}", p.status().ToString());
+    return kExitFailure;
+  }
+  if (!WriteOutputs({{path, StageCostsJson(*p)}})) return kExitFailure;
+  const LinearFit infer = p->inference.Fit(), learn = p->learner.Fit();
+  std::printf(
+      "stage costs of %s on %d cores (%s)\n"
+      "  env        %.4f ms per frame on a worker (cv %.2f, p99 %.4f ms), "
+      "latency model %.1f ms, %.1f MB per env\n"
+      "  inference  %.3f ms + %.4f ms per observation (%s, %d threads)\n"
+      "  learner    %.2f ms + %.4f ms per sample per optimizer step (%s)\n"
+      "  all-reduce %zu sizes (%s over %s)\n"
+      "  policy     %.2f M parameters, checkpoint %.1f MB\n"
+      "stage costs: %s\n",
+      config_name.c_str(), p->cores, p->gpus.c_str(), 1e3 * p->env.step_s_mean,
+      p->env.step_s_cv, 1e3 * p->env.step_s_p99, 1e3 * p->env.latency_s_mean,
+      p->env.host_bytes_per_env / 1e6, 1e3 * infer.fixed, 1e3 * infer.slope,
+      p->inference.device.c_str(), p->inference.threads, 1e3 * learn.fixed,
+      1e3 * learn.slope, p->learner.device.c_str(),
+      p->allreduce.by_bytes.size(), p->allreduce.backend.c_str(),
+      p->allreduce.link.c_str(),
+      static_cast<double>(p->policy.parameters) / 1e6,
+      static_cast<double>(p->policy.checkpoint_bytes) / 1e6, path.c_str());
+  return kExitOk;
+}
+
 int VerbBench(const VerbArgs& f) {
   auto c = LoadWithRunFlags(f);
   if (!c) return kExitUsage;
+  const bool costs = !f.Get("--stage-costs", "").empty();
   const bool scaling = !f.All("--env-workers").empty();
   std::optional<EnvScalingArgs> scaling_args;
   if (scaling && !(scaling_args = ParseEnvScalingArgs(f))) return kExitUsage;
-  double duration = scaling ? 5 : 60;
-  const std::string d = f.Get("--duration", scaling ? "5" : "60");
+  const char* fallback = costs ? "2" : scaling ? "5" : "60";
+  double duration = 0;
+  const std::string d = f.Get("--duration", fallback);
   if (!absl::SimpleAtod(d, &duration) || duration <= 0) {
     std::fprintf(stderr, "rl-vla3: --duration expects seconds > 0, got '%s'\n",
                  d.c_str());
@@ -102,6 +155,7 @@ int VerbBench(const VerbArgs& f) {
     return kExitFailure;
   }
   InstallStopSignalHandlers();
+  if (costs) return StageCostsBench(f, *c, duration);
   if (scaling) return EnvScalingBench(f, *c, *scaling_args, duration, *dir);
   const std::string config_name =
       f.config_path.empty() ? "(defaults)" : f.config_path;
@@ -164,9 +218,14 @@ Verb BenchVerb() {
       "  --profile               also trace a few inference batches and\n"
       "                          optimizer steps (LibTorch's profiler) into\n"
       "                          <run folder>/profile_trace.json (Perfetto)\n"
-      "                          and print ops and GPU kernels per batch\n",
+      "                          and print ops and GPU kernels per batch\n"
+      "  --stage-costs FILE      only the stages alone, at the points\n"
+      "                          `rl-vla3 plan` needs (inference by batch\n"
+      "                          size, learner by batch, all-reduce by\n"
+      "                          bytes; --duration per point, default 2),\n"
+      "                          written to FILE\n",
       {"--duration", "--json", "--placement", "--env-workers",
-       "--envs-per-worker"},
+       "--envs-per-worker", "--stage-costs"},
       {"--profile"},
       VerbBench};
 }
