@@ -9,7 +9,7 @@
 #   services/engine                 the roles wired in one process
 #   services/net, services/kube     the network and deploy layers: below + themselves
 #   services/plan                   the cluster model: runtime/ and itself (pure computation)
-#   services/options                the config becomes the roles' options: the roles, net
+#   services/options                the config becomes the roles' options: the roles, net, plan
 #   services/runs                   what the verbs run: options, plan and everything below
 #   services/verbs                  the command line: runs, options, kube, plan and below
 #                                   (a verb never includes another verb's file)
@@ -35,7 +35,7 @@ declare -A allowed=(
   [services/net]="runtime/ envs/ policies/ services/net/"
   [services/kube]="runtime/ services/kube/"
   [services/plan]="runtime/ services/plan/"
-  [services/options]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/options/"
+  [services/options]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/plan/ services/options/"
   [services/runs]="runtime/ envs/ policies/ services/rollout/ services/inference/ services/learner/ services/engine/ services/net/ services/options/ services/plan/ services/runs/"
   [services/verbs]="runtime/ envs/ policies/ services/kube/ services/options/ services/plan/ services/runs/ services/verbs/verb.h services/verbs/verbs.h services/verbs/cli.h"
 )

@@ -77,6 +77,7 @@ class Stages {
       : c_(c),
         s_(s),
         cores_(&q_, s.cpu.cores),
+        gpus_(&q_, s.cpu.gpus),
         compute_(c.env_step_s, c.env_step_cv, seed),
         latency_(c.env_latency_s, c.env_latency_cv, seed ^ 0x9e3779b97f4a7c15),
         free_workers_(s.env_workers) {}
@@ -115,12 +116,14 @@ class Stages {
     ++t_.batches;
     t_.batched += b;
     const double start = q_.now();
-    cores_.Start(c_.infer_fixed_s + c_.infer_per_obs_s * b,
-                 s_.cpu.inference_threads, 1,
-                 [this, start, done = std::move(done)] {
-                   t_.inference_busy += q_.now() - start;
-                   done();
-                 });
+    const bool gpu = s_.cpu.inference_on_gpu;
+    (gpu ? gpus_ : cores_)
+        .Start(c_.infer_fixed_s + c_.infer_per_obs_s * b,
+               gpu ? 1 : s_.cpu.inference_threads, 1,
+               [this, start, done = std::move(done)] {
+                 t_.inference_busy += q_.now() - start;
+                 done();
+               });
   }
 
   // One optimizer step over `samples`: every rank its share, then the
@@ -160,7 +163,7 @@ class Stages {
   const StageCosts c_;
   const PipelineShape s_;
   EventQueue q_;
-  SharedCores cores_;
+  SharedCores cores_, gpus_;
   Lognormal compute_, latency_;
   Tally t_;
   int free_workers_;

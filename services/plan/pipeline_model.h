@@ -61,6 +61,10 @@ struct CpuShare {
   double inference_threads = 1;  // threads.torch_intra_op
   double learner_threads = 1;
   int learner_nice = 0;  // threads.learner_nice
+  // Inference and learner on GPUs instead: off the cores, sharing `gpus`
+  // devices (0: a device each, never shared).
+  bool inference_on_gpu = false, learner_on_gpu = false;
+  double gpus = 0;
 };
 
 // The run's shape (the config keys the runtime reads).

@@ -54,7 +54,7 @@ std::vector<Verb> AllVerbs() {
   return {ConfigVerb(),     SelfCheckVerb(), RenderVerb(), RolloutVideoVerb(),
           ExpertEvalVerb(), DemosVerb(),     SftVerb(),    EvalVerb(),
           TrainVerb(),      BenchVerb(),     ServeVerb(),  UpVerb(),
-          DownVerb(),       StatusVerb()};
+          DownVerb(),       StatusVerb(),    PlanVerb()};
 }
 
 const Verb* FindVerb(const std::vector<Verb>& verbs, const std::string& name) {

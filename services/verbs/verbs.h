@@ -28,6 +28,7 @@ Verb ServeVerb();         // serve_verb.cc
 Verb UpVerb();            // up_verbs.cc: up --local
 Verb DownVerb();          // up_verbs.cc: down --local
 Verb StatusVerb();        // up_verbs.cc
+Verb PlanVerb();          // plan_verb.cc
 
 }  // namespace rlvla3
 
