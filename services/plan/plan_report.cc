@@ -45,7 +45,31 @@ std::string Memory(const char* pod, const MemoryEstimate& m) {
   return out;
 }
 
+std::string ModeJson(const PipelinePrediction& p) {
+  std::string lag;
+  for (double x : p.lag_share)
+    absl::StrAppendFormat(&lag, "%s%.4f", lag.empty() ? "" : ", ", x);
+  return absl::StrFormat(
+      "{\"frames_per_s\": %.3f, \"samples_per_s\": %.3f, "
+      "\"updates_per_s\": %.4f, \"env_busy\": %.4f, \"inference_busy\": "
+      "%.4f, \"learner_busy\": %.4f, \"bottleneck\": \"%s\", \"lag_mean\": "
+      "%.4f, \"lag_share\": [%s], \"mean_batch\": %.3f}",
+      p.frames_per_s, p.samples_per_s, p.updates_per_s, p.env_busy,
+      p.inference_busy, p.learner_busy, p.bottleneck, p.lag_mean, lag,
+      p.mean_batch);
+}
+
 }  // namespace
+
+std::string ForecastJson(const SplitForecast& f) {
+  const Split& s = f.split;
+  return absl::StrFormat(
+      "{\"split\": {\"rollout_workers\": %d, \"envs_per_worker\": %d, "
+      "\"env_workers\": %d, \"inference_servers\": %d, \"learner_ranks\": "
+      "%d}, \"global_batch\": %d, \"async\": %s, \"sync\": %s}\n",
+      s.rollout_workers, s.envs_per_worker, s.env_workers, s.inference_servers,
+      s.learner_ranks, f.global_batch, ModeJson(f.async), ModeJson(f.sync));
+}
 
 std::string FormatPlan(const PlanInputs& in,
                        const std::vector<SplitForecast>& all,

@@ -24,6 +24,10 @@ std::string FormatPlan(const PlanInputs& in,
                        const std::vector<SplitForecast>& all,
                        const SplitForecast& best);
 
+// One forecast as JSON (both modes: frames/s, samples/s, updates/s, busy
+// shares, bottleneck, lag mean and shares, mean batch).
+std::string ForecastJson(const SplitForecast& f);
+
 struct ScaleRow {
   int gpus = 0;
   SplitForecast best;

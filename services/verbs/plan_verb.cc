@@ -134,6 +134,35 @@ int WriteCluster(const VerbArgs& f, const PlanInputs& in,
   return kExitOk;
 }
 
+// --forecast train|processes: the config's own split, as `train` runs it
+// in one process or `up --local` as processes; --json FILE for scripts.
+int ForecastOwn(const VerbArgs& f, const PlanInputs& in, const Config& c,
+                const std::string& how) {
+  if (how != "train" && how != "processes") {
+    std::fprintf(stderr,
+                 "rl-vla3 plan: --forecast expects train or processes, got "
+                 "'%s'\n",
+                 how.c_str());
+    return kExitUsage;
+  }
+  if (!f.Get("--out", "").empty() || !f.Get("--table", "").empty() ||
+      !f.Get("--goal-frames", "").empty()) {
+    std::fprintf(stderr,
+                 "rl-vla3 plan: --forecast forecasts the config's own split; "
+                 "--out, --table and --goal-frames cannot go with it\n");
+    return kExitUsage;
+  }
+  const SplitForecast one = Forecast(in, ConfigSplit(c, how == "processes"));
+  std::printf("%s", FormatPlan(in, {one}, one).c_str());
+  const std::string json = f.Get("--json", "");
+  if (json.empty()) return kExitOk;
+  if (absl::Status s = WriteTextFile(json, ForecastJson(one)); !s.ok()) {
+    std::fprintf(stderr, "rl-vla3 plan: %s\n", s.ToString().c_str());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
 int VerbPlan(const VerbArgs& f) {
   const std::string costs_path = f.Get("--stage-costs", "");
   if (costs_path.empty()) {
@@ -169,6 +198,8 @@ int VerbPlan(const VerbArgs& f) {
     }
     return ScaleTable(f, in);
   }
+  const std::string own = f.Get("--forecast", "");
+  if (!own.empty()) return ForecastOwn(f, in, *c, own);
   const std::vector<SplitForecast> all = ForecastSplits(in, Candidates(in));
   PlanGoal g;
   g.frames_per_s = *goal;
@@ -205,10 +236,12 @@ Verb PlanVerb() {
       "  --out CLUSTER.yaml      write the plan for rl-vla3 up\n"
       "  --image IMAGE           its image (default the release's)\n"
       "  --name NAME             its job name (default rl-vla3)\n"
-      "  --table 8,64,256,1024   the best split at each GPU count instead\n",
+      "  --table 8,64,256,1024   the best split at each GPU count instead\n"
+      "  --forecast train|processes  only the config's own split, as train\n"
+      "                          or up --local runs it (--json FILE too)\n",
       {"--stage-costs", "--nodes", "--cores", "--gpus", "--gpu-memory",
        "--host-memory", "--link-gbps", "--goal-frames", "--seconds", "--out",
-       "--image", "--name", "--table"},
+       "--image", "--name", "--table", "--forecast", "--json"},
       {},
       VerbPlan};
 }
