@@ -73,17 +73,17 @@ std::string ForecastJson(const SplitForecast& f) {
 
 std::string FormatPlan(const PlanInputs& in,
                        const std::vector<SplitForecast>& all,
-                       const SplitForecast& best) {
+                       const SplitForecast& best, const std::string& label) {
   const NodeOffer& o = in.offer;
   std::string out = absl::StrFormat(
       "plan: %d node(s) x %d cores%s, stage costs of %s (%s, %d cores)\n\n"
-      "recommended: %s, global batch %d%s\n",
+      "%s: %s, global batch %d%s\n",
       o.nodes, o.cores,
       o.gpus > 0
           ? absl::StrFormat(" x %d GPUs (%.0f GiB)", o.gpus, o.gpu_memory_gib)
           : std::string(),
-      in.costs.config, in.costs.gpus, in.costs.cores, SplitText(best.split),
-      best.global_batch,
+      in.costs.config, in.costs.gpus, in.costs.cores, label,
+      SplitText(best.split), best.global_batch,
       best.split.learner_ranks > 1
           ? absl::StrFormat(", all-reduce %.1f ms per step",
                             1e3 * best.allreduce_s)
@@ -98,6 +98,7 @@ std::string FormatPlan(const PlanInputs& in,
   out += Memory("learner rank", best.learner);
   out += Memory("inference server", best.inference);
   out += Memory("rollout pod (host)", best.rollout_host);
+  if (all.size() <= 1) return out;
   std::vector<const SplitForecast*> ranked;
   for (const SplitForecast& f : all) ranked.push_back(&f);
   std::stable_sort(ranked.begin(), ranked.end(), [](auto* a, auto* b) {

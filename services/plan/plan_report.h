@@ -20,9 +20,11 @@
 
 namespace rlvla3 {
 
+// `label` heads the chosen split ("recommended", "forecast").
 std::string FormatPlan(const PlanInputs& in,
                        const std::vector<SplitForecast>& all,
-                       const SplitForecast& best);
+                       const SplitForecast& best,
+                       const std::string& label = "recommended");
 
 // One forecast as JSON (both modes: frames/s, samples/s, updates/s, busy
 // shares, bottleneck, lag mean and shares, mean batch).

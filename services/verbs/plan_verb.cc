@@ -153,7 +153,7 @@ int ForecastOwn(const VerbArgs& f, const PlanInputs& in, const Config& c,
     return kExitUsage;
   }
   const SplitForecast one = Forecast(in, ConfigSplit(c, how == "processes"));
-  std::printf("%s", FormatPlan(in, {one}, one).c_str());
+  std::printf("%s", FormatPlan(in, {one}, one, "forecast").c_str());
   const std::string json = f.Get("--json", "");
   if (json.empty()) return kExitOk;
   if (absl::Status s = WriteTextFile(json, ForecastJson(one)); !s.ok()) {
