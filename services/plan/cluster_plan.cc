@@ -38,8 +38,7 @@ void CheckFit(const PlanInputs& in, SplitForecast* f) {
     const int gpu_roles = s.inference_servers + s.learner_ranks;
     if (gpu_roles > o.total_gpus() && o.total_gpus() > 1)
       no(absl::StrFormat("%d GPU roles on %d GPUs", gpu_roles, o.total_gpus()));
-    const int cores = o.nodes * o.cores -
-                      kCoresPerGpuRole * std::min(gpu_roles, o.total_gpus());
+    const int cores = o.nodes * o.cores - kCoresPerGpuRole * gpu_roles;
     if (s.rollout_workers * s.env_workers > cores)
       no(absl::StrFormat("%d env threads on %d free cores",
                          s.rollout_workers * s.env_workers, cores));
@@ -200,18 +199,17 @@ std::vector<Split> Candidates(const PlanInputs& in) {
     if (n >= 1 && std::find(counts.begin(), counts.end(), n) == counts.end())
       counts.push_back(n);
   }
+  // Rollout pods of the run's env threads each (threads scale across
+  // processes better than within one: docs/gpu.md), as many as the cores
+  // left after each GPU role's host side.
+  const int w = std::max(1, r.env_workers);
   for (int l : counts)
     for (int i : counts) {
       if (G > 1 && i + l > G) continue;
-      const int roles = std::min(i + l, G);
-      const int cores = o.nodes * o.cores - kCoresPerGpuRole * roles;
-      if (cores < o.nodes) continue;
-      // One rollout pod per node, every free core an env thread.
-      const int w = cores / o.nodes;
-      for (int m : {1, 2, 4, 8}) {
-        const int envs = std::max(w, r.num_envs * m);
-        out.push_back({o.nodes, envs, w, i, l});
-      }
+      const int cores = o.nodes * o.cores - kCoresPerGpuRole * (i + l);
+      const int pods = cores / w;
+      if (pods < 1) continue;
+      for (int m : {1, 2, 4, 8}) out.push_back({pods, r.num_envs * m, w, i, l});
     }
   return out;
 }

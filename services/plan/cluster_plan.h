@@ -11,8 +11,10 @@
 //              (or inference pods), cluster.learner_ranks
 //   CPU nodes  every role shares the nodes' cores (SharedCores): inference
 //              and learner at the profile's threads, the learner at its nice
-//   GPU nodes  inference servers and learner ranks one GPU each; envs on
-//              the cores left (two per GPU role kept for its host side)
+//   GPU nodes  inference servers and learner ranks one GPU each (sharing
+//              them when there are fewer); envs in rollout pods of the run's
+//              env threads each, on the cores left after two per GPU role
+//              (its host side)
 //   all-reduce ring over the ranks: 2 hops of the measured latency,
 //              2 (R-1)/R of the gradients' bytes at the link's bandwidth
 //              (the measured loopback rate where none is given)

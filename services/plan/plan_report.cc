@@ -118,6 +118,17 @@ std::string FormatPlan(const PlanInputs& in,
   return out;
 }
 
+std::string ScaleTableJson(const std::vector<ScaleRow>& rows) {
+  std::string out;
+  for (const ScaleRow& r : rows) {
+    if (!r.found) continue;
+    std::string one = ForecastJson(r.best);
+    one.insert(1, absl::StrFormat("\"gpus\": %d, ", r.gpus));
+    out += one;
+  }
+  return out;
+}
+
 std::string FormatScaleTable(const std::vector<ScaleRow>& rows) {
   std::string out =
       "  GPUs  split                                        async frames/s  "

@@ -36,6 +36,8 @@ struct ScaleRow {
   bool found = false;
 };
 std::string FormatScaleTable(const std::vector<ScaleRow>& rows);
+// One JSON object per line: gpus and the forecast (ForecastJson's fields).
+std::string ScaleTableJson(const std::vector<ScaleRow>& rows);
 
 }  // namespace rlvla3
 

@@ -16,20 +16,33 @@
 namespace rlvla3 {
 namespace {
 
-// Word ids a synthetic instruction draws from: [low, high) within the
-// tokenizer's vocabulary (a toy task's may hold only a few words).
-struct TextIds {
-  int64_t low, high;
+// The run's own instructions (its table's rows, [T, L] with lengths [T]),
+// row i % T for sample i: the text a batch really carries, whose length sets
+// the policy's sequence. Without a table: a full-length instruction of ids
+// within the tokenizer's vocabulary.
+struct Instructions {
+  at::Tensor text, len;  // [B, L], [B]
 };
-TextIds SyntheticTextIds(const EngineParts& parts) {
+Instructions RunInstructions(const at::Tensor& table, const at::Tensor& lengths,
+                             int64_t B, const EngineParts& parts) {
+  if (table.defined() && table.dim() == 2 && table.size(0) > 0 &&
+      lengths.defined() && lengths.numel() == table.size(0)) {
+    const at::Tensor rows = torch::arange(B, torch::kLong) % table.size(0);
+    return {table.to(torch::kCPU).index_select(0, rows),
+            lengths.to(torch::kCPU).index_select(0, rows)};
+  }
+  const int64_t L = parts.policy->max_text_len();
   const int64_t high =
       std::clamp<int64_t>(parts.tokenizer.size(), int64_t{1}, int64_t{8});
-  return {std::min<int64_t>(2, high - 1), high};
+  return {torch::randint(std::min<int64_t>(2, high - 1), high, {B, L},
+                         torch::kLong),
+          torch::full({B}, L, torch::kLong)};
 }
 
-// A batch of random observations in staging memory (pinned for a GPU).
+// A batch of random observations in staging memory (pinned for a GPU), with
+// the run's instructions.
 PolicyInput SyntheticInput(const InferenceServerOptions& o, int64_t B,
-                           int64_t text_len, TextIds ids,
+                           const Instructions& words,
                            const at::Device& device) {
   const int64_t h = o.image_height, w = o.image_width;
   PolicyInput in;
@@ -39,10 +52,10 @@ PolicyInput SyntheticInput(const InferenceServerOptions& o, int64_t B,
   in.proprio =
       torch::empty({B, kProprioDim}, HostStaging(device, torch::kFloat))
           .normal_();
-  in.text = torch::empty({B, text_len}, HostStaging(device, torch::kLong))
-                .random_(ids.low, ids.high);
+  in.text = torch::empty(words.text.sizes(), HostStaging(device, torch::kLong))
+                .copy_(words.text);
   in.text_len =
-      torch::empty({B}, HostStaging(device, torch::kLong)).fill_(text_len);
+      torch::empty({B}, HostStaging(device, torch::kLong)).copy_(words.len);
   return in;
 }
 
@@ -88,8 +101,9 @@ InferenceStageDriver::InferenceStageDriver(const LocalEngineOptions& o,
   impl_->bf16 = i.bf16;
   impl_->batch = std::min<int64_t>(static_cast<int64_t>(i.batcher.max_batch),
                                    o.rollout.pool.num_envs);
-  impl_->in = SyntheticInput(i, impl_->batch, parts.policy->max_text_len(),
-                             SyntheticTextIds(parts), impl_->device);
+  impl_->in = SyntheticInput(
+      i, impl_->batch, RunInstructions(i.text, i.text_len, impl_->batch, parts),
+      impl_->device);
 }
 
 InferenceStageDriver::~InferenceStageDriver() = default;
@@ -113,22 +127,25 @@ struct LearnerStageDriver::Impl {
 LearnerStageDriver::LearnerStageDriver(const LocalEngineOptions& o,
                                        const EngineParts& parts)
     : impl_(std::make_unique<Impl>()) {
-  const int64_t L = parts.policy->max_text_len();
-  const TextIds ids = SyntheticTextIds(parts);
-  at::Tensor text = torch::randint(ids.low, ids.high, {1, L}, torch::kLong);
-  at::Tensor lens = torch::full({1}, L, torch::kLong);
+  // The run's instruction table; segment i takes row i % T.
+  const at::Tensor& table = o.learner.text;
+  const int64_t T = table.defined() && table.dim() == 2 ? table.size(0) : 0;
+  const Instructions words = RunInstructions(o.learner.text, o.learner.text_len,
+                                             std::max<int64_t>(1, T), parts);
   const int envs = o.rollout.pool.num_envs;
   impl_->shape = o.segment_shape;
   LearnerOptions lo = o.learner.core;  // its devices, precision, AdamW, epochs
   lo.algorithm = "ppo";                // synthetic segments: no GRPO groups
   lo.global_units = int64_t{envs} * impl_->shape.capacity;
   lo.max_policy_lag = 1000000;
-  impl_->core = std::make_unique<LearnerCore>(parts.policy, text, lens, lo, 0);
+  impl_->core =
+      std::make_unique<LearnerCore>(parts.policy, words.text, words.len, lo, 0);
   impl_->rng.seed(static_cast<uint32_t>(o.rollout.seed));
   for (int i = 0; i < envs; ++i) {
     auto s = std::make_unique<RolloutSegment>(impl_->shape);
     for (auto& b : s->images) b = static_cast<uint8_t>(impl_->rng());
     FillTaken(o.action_bins, s.get(), &impl_->rng);
+    s->task = T > 0 ? static_cast<int>(i % T) : 0;
     impl_->segs.push_back(std::move(s));
   }
 }
@@ -138,7 +155,7 @@ LearnerStageDriver::~LearnerStageDriver() = default;
 int64_t LearnerStageDriver::Step() {
   std::vector<RolloutSegment*> batch;
   for (auto& s : impl_->segs) {
-    s->Clear();
+    s->Clear();  // keeps its task row
     s->n = impl_->shape.capacity;
     s->has_bootstrap = true;
     std::fill(s->executed.begin(), s->executed.end(), 1);

@@ -97,6 +97,12 @@ int ScaleTable(const VerbArgs& f, PlanInputs in) {
                 .c_str()
           : "as measured",
       FormatScaleTable(rows).c_str());
+  const std::string json = f.Get("--json", "");
+  if (json.empty()) return kExitOk;
+  if (absl::Status s = WriteTextFile(json, ScaleTableJson(rows)); !s.ok()) {
+    std::fprintf(stderr, "rl-vla3 plan: %s\n", s.ToString().c_str());
+    return kExitFailure;
+  }
   return kExitOk;
 }
 
@@ -238,7 +244,8 @@ Verb PlanVerb() {
       "  --name NAME             its job name (default rl-vla3)\n"
       "  --table 8,64,256,1024   the best split at each GPU count instead\n"
       "  --forecast train|processes  only the config's own split, as train\n"
-      "                          or up --local runs it (--json FILE too)\n",
+      "                          or up --local runs it\n"
+      "  --json FILE             also the forecast (or the table) as JSON\n",
       {"--stage-costs", "--nodes", "--cores", "--gpus", "--gpu-memory",
        "--host-memory", "--link-gbps", "--goal-frames", "--seconds", "--out",
        "--image", "--name", "--table", "--forecast", "--json"},
