@@ -25,19 +25,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Seconds per call of `call`, after two warm-up calls, over at least
-// `seconds` and `min_calls` calls.
+// Seconds per call of `call`: the median of the calls timed one by one,
+// after two warm-up calls, over at least `seconds` and `min_calls` calls
+// (a median, so that another tenant's burst on a shared machine does not
+// move it). At most kMaxCalls are kept.
 template <typename F>
 double SecondsPerCall(F&& call, double seconds, int min_calls) {
+  constexpr size_t kMaxCalls = 100000;
   call();
   call();
-  int calls = 0;
+  std::vector<double> each;
+  each.reserve(1024);
   const auto t0 = Clock::now();
-  while (SecondsSince(t0) < seconds || calls < min_calls) {
+  while ((SecondsSince(t0) < seconds ||
+          static_cast<int>(each.size()) < min_calls) &&
+         each.size() < kMaxCalls) {
+    const auto t = Clock::now();
     call();
-    ++calls;
+    each.push_back(SecondsSince(t));
   }
-  return SecondsSince(t0) / calls;
+  std::nth_element(each.begin(), each.begin() + each.size() / 2, each.end());
+  return each[each.size() / 2];
 }
 
 absl::Status MeasureEnv(const Config& c, const LocalEngineOptions& o,
