@@ -9,8 +9,10 @@ namespace rlvla3 {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr int kCoresPerGpuRole = 2;     // a GPU role's host side
-constexpr double kHopLatencyS = 50e-6;  // a link hop, where none is measured
+constexpr int kCoresPerGpuRole = 2;      // a GPU role's host side
+constexpr double kHopLatencyS = 50e-6;   // a link hop, where none is measured
+constexpr int kMaxBatchesQueued = 64;    // envs per server, in batches
+constexpr int64_t kMaxFrames = 2000000;  // simulated per forecast, at most
 
 bool OnGpus(const PlanInputs& in) { return in.offer.gpus > 0; }
 
@@ -128,38 +130,53 @@ PipelineShape ShapeOf(const PlanInputs& in, const Split& s, bool sync) {
   return sh;
 }
 
-SplitForecast Forecast(const PlanInputs& in, const Split& s) {
+namespace {
+
+// One mode's forecast of `s` (a server's slice where the servers are alike).
+PipelinePrediction Simulate(const PlanInputs& in, const Split& s,
+                            const StageCosts& c, bool sync) {
+  PipelineShape sh = ShapeOf(in, s, sync);
+  int k = 1;
+  const int I = s.inference_servers;
+  if (OnGpus(in) && sh.cpu.gpus == 0 && I > 1 && sh.envs % I == 0 &&
+      sh.env_workers % I == 0 && sh.global_batch % I == 0) {
+    // One server's slice; the learner's whole step in each slice's step.
+    k = I;
+    StageCosts slice = c;
+    slice.learn_per_step_s =
+        c.learn_per_step_s +
+        c.learn_per_sample_s * sh.global_batch / s.learner_ranks +
+        c.allreduce_s;
+    slice.learn_per_sample_s = 0;
+    slice.allreduce_s = 0;
+    sh.envs /= k;
+    sh.env_workers /= k;
+    sh.global_batch /= k;
+    sh.inference_servers = 1;
+    sh.learner_ranks = 1;
+    PipelinePrediction p =
+        SimulatePipeline(slice, sh, {in.seconds, 1, kMaxFrames});
+    ScaleUp(k, &p);
+    return p;
+  }
+  return SimulatePipeline(c, sh, {in.seconds, 1, kMaxFrames});
+}
+
+}  // namespace
+
+void ForecastSync(const PlanInputs& in, SplitForecast* f) {
+  if (f->has_sync) return;
+  f->sync = Simulate(in, f->split, CostsOf(in, f->split, nullptr), true);
+  f->has_sync = true;
+}
+
+SplitForecast Forecast(const PlanInputs& in, const Split& s, bool sync) {
   SplitForecast f;
   f.split = s;
   f.global_batch = GlobalBatch(in, s);
-  StageCosts c = CostsOf(in, s, &f.allreduce_s);
-  for (bool sync : {false, true}) {
-    PipelineShape sh = ShapeOf(in, s, sync);
-    int k = 1;
-    const int I = s.inference_servers;
-    if (OnGpus(in) && sh.cpu.gpus == 0 && I > 1 && sh.envs % I == 0 &&
-        sh.env_workers % I == 0 && sh.global_batch % I == 0) {
-      // One server's slice; the learner's whole step in each slice's step.
-      k = I;
-      StageCosts slice = c;
-      slice.learn_per_step_s =
-          c.learn_per_step_s +
-          c.learn_per_sample_s * sh.global_batch / s.learner_ranks +
-          c.allreduce_s;
-      slice.learn_per_sample_s = 0;
-      slice.allreduce_s = 0;
-      sh.envs /= k;
-      sh.env_workers /= k;
-      sh.global_batch /= k;
-      sh.inference_servers = 1;
-      sh.learner_ranks = 1;
-      PipelinePrediction p = SimulatePipeline(slice, sh, {in.seconds, 1});
-      ScaleUp(k, &p);
-      (sync ? f.sync : f.async) = p;
-      continue;
-    }
-    (sync ? f.sync : f.async) = SimulatePipeline(c, sh, {in.seconds, 1});
-  }
+  const StageCosts c = CostsOf(in, s, &f.allreduce_s);
+  f.async = Simulate(in, s, c, false);
+  if (sync) ForecastSync(in, &f);
   LearnerMemoryOptions lo;
   lo.ranks = s.learner_ranks;
   lo.micro_batch = in.run.micro_batch;
@@ -202,14 +219,21 @@ std::vector<Split> Candidates(const PlanInputs& in) {
   // Rollout pods of the run's env threads each (threads scale across
   // processes better than within one: docs/gpu.md), as many as the cores
   // left after each GPU role's host side.
+  // Pods in a multiple of the servers, so that each server's slice is
+  // alike; never more envs on a server than kMaxBatchesQueued of its
+  // batches (it could not keep up: such a split is not worth simulating).
   const int w = std::max(1, r.env_workers);
   for (int l : counts)
     for (int i : counts) {
       if (G > 1 && i + l > G) continue;
       const int cores = o.nodes * o.cores - kCoresPerGpuRole * (i + l);
-      const int pods = cores / w;
+      const int pods = cores / w / i * i;
       if (pods < 1) continue;
-      for (int m : {1, 2, 4, 8}) out.push_back({pods, r.num_envs * m, w, i, l});
+      for (int m : {1, 2, 4, 8}) {
+        const int envs = r.num_envs * m;
+        if (double(pods) * envs / i > kMaxBatchesQueued * r.max_batch) continue;
+        out.push_back({pods, envs, w, i, l});
+      }
     }
   return out;
 }
@@ -218,7 +242,7 @@ std::vector<SplitForecast> ForecastSplits(const PlanInputs& in,
                                           const std::vector<Split>& splits) {
   std::vector<SplitForecast> out;
   out.reserve(splits.size());
-  for (const Split& s : splits) out.push_back(Forecast(in, s));
+  for (const Split& s : splits) out.push_back(Forecast(in, s, false));
   return out;
 }
 
@@ -247,6 +271,22 @@ const SplitForecast* Best(const std::vector<SplitForecast>& all,
       best = &f;
   }
   return best;
+}
+
+SplitSearch SearchSplits(const PlanInputs& in,
+                         const std::vector<Split>& candidates,
+                         const PlanGoal& goal, int finalists) {
+  PlanInputs brief = in;
+  brief.seconds = std::max(5.0, in.seconds / 10);
+  SplitSearch out;
+  out.others = ForecastSplits(brief, candidates);
+  for (int k = 0; k < finalists; ++k) {
+    const SplitForecast* b = Best(out.others, goal);
+    if (b == nullptr) break;
+    out.finalists.push_back(Forecast(in, b->split, false));
+    out.others.erase(out.others.begin() + (b - out.others.data()));
+  }
+  return out;
 }
 
 }  // namespace rlvla3

@@ -79,6 +79,7 @@ struct SplitForecast {
   int global_batch = 0;
   double allreduce_s = 0;
   PipelinePrediction async, sync;
+  bool has_sync = false;  // sync is forecast for the chosen splits only
   MemoryEstimate learner, inference, rollout_host;
   bool fits = true;
   std::string why_not;  // when it does not fit
@@ -94,15 +95,29 @@ struct PlanGoal {
 StageCosts CostsOf(const PlanInputs& in, const Split& s, double* allreduce_s);
 PipelineShape ShapeOf(const PlanInputs& in, const Split& s, bool sync);
 
-SplitForecast Forecast(const PlanInputs& in, const Split& s);
+SplitForecast Forecast(const PlanInputs& in, const Split& s, bool sync = true);
+// The sync forecast of `f`, if not made yet.
+void ForecastSync(const PlanInputs& in, SplitForecast* f);
 // The splits worth trying on the offer (each role's count within what the
 // nodes hold; the global batch split evenly over the ranks).
 std::vector<Split> Candidates(const PlanInputs& in);
+// Async only (ForecastSync completes the one chosen).
 std::vector<SplitForecast> ForecastSplits(const PlanInputs& in,
                                           const std::vector<Split>& splits);
 // The recommendation among those that fit (nullptr: none fits).
 const SplitForecast* Best(const std::vector<SplitForecast>& all,
                           const PlanGoal& goal);
+
+// Every candidate forecast briefly (a tenth of the simulated time), then
+// the `finalists` best for the goal forecast again in full: what `plan`
+// searches with.
+struct SplitSearch {
+  std::vector<SplitForecast> finalists;  // in full, best first
+  std::vector<SplitForecast> others;     // brief forecasts
+};
+SplitSearch SearchSplits(const PlanInputs& in,
+                         const std::vector<Split>& candidates,
+                         const PlanGoal& goal, int finalists = 6);
 
 }  // namespace rlvla3
 

@@ -41,6 +41,7 @@ struct Tally {
   double env_busy = 0, inference_busy = 0, learner_busy = 0;
   std::vector<int64_t> lag;  // trained samples by lag
   double end = 0;            // when the last counted work finished
+  double reached = 0;        // the clock when the simulation stopped
 };
 
 PipelinePrediction Predict(const Tally& t, const PipelineShape& s,
@@ -50,9 +51,10 @@ PipelinePrediction Predict(const Tally& t, const PipelineShape& s,
   p.frames_per_s = double(t.frames) / span;
   p.samples_per_s = double(t.trained) / span;
   p.updates_per_s = double(t.updates) / span;
-  p.env_busy = t.env_busy / (seconds * s.env_workers);
-  p.inference_busy = t.inference_busy / (seconds * s.inference_servers);
-  p.learner_busy = t.learner_busy / seconds;
+  const double ran = t.reached > 0 ? t.reached : seconds;
+  p.env_busy = t.env_busy / (ran * s.env_workers);
+  p.inference_busy = t.inference_busy / (ran * s.inference_servers);
+  p.learner_busy = t.learner_busy / ran;
   int64_t n = 0;
   double sum = 0;
   for (size_t k = 0; k < t.lag.size(); ++k) {
@@ -170,6 +172,17 @@ class Stages {
   std::deque<std::function<void()>> ready_;
 };
 
+// Runs the clock to `seconds`, or (max_frames > 0) until that many frames
+// are simulated, a simulated second at a time; returns the time reached.
+double RunFor(Stages& st, double seconds, int64_t max_frames) {
+  for (double t = 0; t < seconds;) {
+    t = std::min(seconds, t + 1.0);
+    st.clock().RunUntil(t);
+    if (max_frames > 0 && st.tally().frames >= max_frames) return t;
+  }
+  return seconds;
+}
+
 // The asynchronous run: every queue as the runtime has it.
 class AsyncPipeline {
  public:
@@ -180,10 +193,9 @@ class AsyncPipeline {
         act_version_(size_t(s.envs), 0),
         segment_(size_t(s.envs)) {}
 
-  Tally Run(double seconds) {
+  Tally Run(double seconds, int64_t max_frames) {
     for (int e = 0; e < s_.envs; ++e) Observe(e);
-    st_.clock().RunUntil(seconds);
-    st_.tally().end = seconds;
+    st_.tally().end = st_.tally().reached = RunFor(st_, seconds, max_frames);
     return st_.tally();
   }
 
@@ -300,9 +312,9 @@ class SyncPipeline {
   SyncPipeline(const StageCosts& c, const PipelineShape& s, uint64_t seed)
       : s_(s), st_(c, s, seed) {}
 
-  Tally Run(double seconds) {
+  Tally Run(double seconds, int64_t max_frames) {
     Decide(0);
-    st_.clock().RunUntil(seconds);
+    st_.tally().reached = RunFor(st_, seconds, max_frames);
     return st_.tally();
   }
 
@@ -367,10 +379,10 @@ class SyncPipeline {
 PipelinePrediction SimulatePipeline(const StageCosts& costs,
                                     const PipelineShape& shape,
                                     const SimulationOptions& options) {
-  const Tally t =
-      shape.sync
-          ? SyncPipeline(costs, shape, options.seed).Run(options.seconds)
-          : AsyncPipeline(costs, shape, options.seed).Run(options.seconds);
+  const Tally t = shape.sync ? SyncPipeline(costs, shape, options.seed)
+                                   .Run(options.seconds, options.max_frames)
+                             : AsyncPipeline(costs, shape, options.seed)
+                                   .Run(options.seconds, options.max_frames);
   return Predict(t, shape, options.seconds);
 }
 

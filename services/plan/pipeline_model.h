@@ -86,6 +86,9 @@ struct PipelineShape {
 struct SimulationOptions {
   double seconds = 600;  // simulated time
   uint64_t seed = 1;     // env step times
+  // Stop early once this many env frames are simulated (0: no limit); the
+  // rates are then over the time reached. Bounds the work of a large split.
+  int64_t max_frames = 0;
 };
 
 struct PipelinePrediction {

@@ -104,13 +104,12 @@ std::string FormatPlan(const PlanInputs& in,
   std::stable_sort(ranked.begin(), ranked.end(), [](auto* a, auto* b) {
     return a->async.samples_per_s > b->async.samples_per_s;
   });
-  out += "\nsplits tried (best first; async samples/s, sync, bottleneck):\n";
+  out += "\nthe best splits tried (async samples/s, bottleneck):\n";
   const size_t shown = std::min<size_t>(ranked.size(), 12);
   for (size_t i = 0; i < shown; ++i) {
     const SplitForecast& f = *ranked[i];
-    absl::StrAppendFormat(&out, "  %-44s %8.0f %8.0f  %-9s %s\n",
-                          SplitText(f.split), f.async.samples_per_s,
-                          f.sync.samples_per_s, f.async.bottleneck,
+    absl::StrAppendFormat(&out, "  %-44s %8.0f  %-9s %s\n", SplitText(f.split),
+                          f.async.samples_per_s, f.async.bottleneck,
                           f.fits ? "" : "does not fit: " + f.why_not);
   }
   if (ranked.size() > shown)

@@ -80,11 +80,13 @@ int ScaleTable(const VerbArgs& f, PlanInputs in) {
       return kExitUsage;
     }
     in.offer.nodes = n / per_node;
-    const std::vector<SplitForecast> all = ForecastSplits(in, Candidates(in));
+    const std::vector<SplitForecast> all =
+        SearchSplits(in, Candidates(in), PlanGoal{}).finalists;
     ScaleRow row;
     row.gpus = n;
     if (const SplitForecast* b = Best(all, PlanGoal{}); b != nullptr) {
       row.best = *b;
+      ForecastSync(in, &row.best);
       row.found = true;
     }
     rows.push_back(row);
@@ -206,19 +208,22 @@ int VerbPlan(const VerbArgs& f) {
   }
   const std::string own = f.Get("--forecast", "");
   if (!own.empty()) return ForecastOwn(f, in, *c, own);
-  const std::vector<SplitForecast> all = ForecastSplits(in, Candidates(in));
   PlanGoal g;
   g.frames_per_s = *goal;
+  const SplitSearch search = SearchSplits(in, Candidates(in), g);
+  const std::vector<SplitForecast>& all = search.finalists;
   const SplitForecast* best = Best(all, g);
   if (best == nullptr) {
-    std::fprintf(stderr,
-                 "rl-vla3 plan: no split of %zu tried fits the offer%s\n",
-                 all.size(), g.frames_per_s > 0 ? " and meets the goal" : "");
+    std::fprintf(
+        stderr, "rl-vla3 plan: no split of %zu tried fits the offer%s\n",
+        search.others.size(), g.frames_per_s > 0 ? " and meets the goal" : "");
     return kExitFailure;
   }
-  std::printf("%s", FormatPlan(in, all, *best).c_str());
+  SplitForecast chosen = *best;
+  ForecastSync(in, &chosen);
+  std::printf("%s", FormatPlan(in, all, chosen).c_str());
   if (f.Get("--out", "").empty()) return kExitOk;
-  return WriteCluster(f, in, *best);
+  return WriteCluster(f, in, chosen);
 }
 
 }  // namespace

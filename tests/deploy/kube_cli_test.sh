@@ -6,6 +6,10 @@
 #                             kubernetes-models accepts it (and the examples',
 #                             the GPU one's overrides on their roles only)
 #   validator_rejects_broken  validate_manifests.mjs fails on broken input
+#   plan_cluster_validates    the CLUSTER.yaml `rl-vla3 plan --out` writes (4
+#                             one-GPU nodes, the H200 stage costs on record)
+#                             goes through up --dry-run; kubernetes-models
+#                             accepts its manifests
 #   no_kubectl                up/down/status without kubectl on PATH: exit 1
 #   bad_cluster_yaml          bad CLUSTER.yaml or flag: exit 2, file and key
 #   fake_kubectl              up/status/down through a stand-in kubectl
@@ -46,6 +50,20 @@ expect_in() {  # expect_in FILE TEXT
 }
 
 case "$test_case" in
+  plan_cluster_validates)
+    need_node
+    run 0 "$bin" plan --config "$src/configs/bench_node.yaml" \
+      --stage-costs "$src/configs/stage_costs/h200_bench_node.json" \
+      --nodes 4 --cores 16 --gpus 1 --gpu-memory 143 --seconds 20 \
+      --name planned --out "$work/CLUSTER.yaml"
+    expect_in "$work/out" "recommended:"
+    expect_in "$work/CLUSTER.yaml" "name: planned"
+    run 0 "$bin" up "$work/CLUSTER.yaml" --dry-run
+    cp "$work/out" "$work/manifests.yaml"
+    expect_in "$work/manifests.yaml" "kind: StatefulSet"
+    run 0 "$node" "$deploy/validate_manifests.mjs" "$work/manifests.yaml"
+    cat "$work/out"
+    ;;
   dry_run_validates)
     need_node
     run 0 "$bin" up "$deploy/cluster.yaml" --dry-run
