@@ -50,6 +50,14 @@ std::string ClusterYaml(const SplitForecast& f, const PlanInputs& in,
       s.rollout_workers, s.envs_per_worker, s.env_workers, s.inference_servers,
       s.learner_ranks, f.async.frames_per_s, f.async.samples_per_s,
       f.async.bottleneck, o.name, o.ns, o.image, o.config, s.envs_per_worker);
+  if (gpu && s.inference_servers + s.learner_ranks > in.offer.total_gpus()) {
+    absl::StrAppendFormat(
+        &out,
+        "# %d GPU pods on %d GPUs: the plan shares them, so the cluster must\n"
+        "# share GPUs too (the NVIDIA device plugin's time-slicing); without\n"
+        "# it the pods past the GPUs stay Pending.\n\n",
+        s.inference_servers + s.learner_ranks, in.offer.total_gpus());
+  }
   std::vector<std::string> learner_set,
       inference_set = {"threads.inference_actors=1"};
   if (gpu) {

@@ -40,6 +40,9 @@ constexpr char kUsage[] =
     "  status         health, version and throughput of every role\n"
     "  bench          --config FILE [--duration SECONDS] [--json PATH]\n"
     "                 each stage alone, then sync vs async side by side\n"
+    "  plan           --stage-costs FILE [--nodes N --cores C --gpus G ...]\n"
+    "                 the split of the roles for the nodes on offer, forecast\n"
+    "                 from measured stage costs; [--out CLUSTER.yaml]\n"
     "  version        print the version\n"
     "  help           this text; `rl-vla3 VERB --help`: the verb's flags\n";
 
