@@ -35,13 +35,28 @@ std::optional<double> Real(const VerbArgs& f, const char* flag,
   return x;
 }
 
+// A count flag within [lo, hi] (1.5 nodes is refused, not truncated).
+std::optional<double> Count(const VerbArgs& f, const char* flag,
+                            const std::string& fallback, int lo, int hi) {
+  const std::string v = f.Get(flag, fallback);
+  int x = 0;
+  if (!absl::SimpleAtoi(v, &x) || x < lo || x > hi) {
+    std::fprintf(stderr,
+                 "rl-vla3: %s expects a whole number from %d to %d, got "
+                 "'%s'\n",
+                 flag, lo, hi, v.c_str());
+    return std::nullopt;
+  }
+  return x;
+}
+
 // The nodes on offer from the flags (this machine by default).
 std::optional<NodeOffer> Offer(const VerbArgs& f, int profile_cores) {
   NodeOffer o;
-  const auto nodes = Real(f, "--nodes", "1", 1, 100000);
+  const auto nodes = Count(f, "--nodes", "1", 1, 100000);
   const auto cores =
-      Real(f, "--cores", std::to_string(profile_cores), 1, 100000);
-  const auto gpus = Real(f, "--gpus", "0", 0, 64);
+      Count(f, "--cores", std::to_string(profile_cores), 1, 100000);
+  const auto gpus = Count(f, "--gpus", "0", 0, 64);
   const auto mem = Real(f, "--gpu-memory", "0", 0, 1e6);
   const auto host = Real(f, "--host-memory", "0", 0, 1e7);
   const auto link = Real(f, "--link-gbps", "0", 0, 1e6);

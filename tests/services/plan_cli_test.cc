@@ -69,6 +69,7 @@ TEST(PlanCli, MisuseExits2NamingTheFlagFileOrKey) {
            Case{"--gpus 8 --gpu-memory 80 --table 8 --out x.yaml",
                 "give one of them"},
            Case{"--cores 0", "--cores expects"},
+           Case{"--nodes 1.5", "--nodes expects a whole number"},
        }) {
     r = Plan(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args << "\n" << r.output;
