@@ -23,6 +23,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
 #include "bench/staged_batch.h"
 #include "policies/device.h"
 #include "policies/host_sync_counter.h"
@@ -42,14 +43,6 @@ struct Flags {
   int threads = 0;  // 0: LibTorch's default
   std::string json;
 };
-
-// docs/gpu.md's sizes: 1.44 M, 29.6 M (trunk 25 M), 106 M (trunk 99 M).
-TinyVLAOptions Size(int millions) {
-  TinyVLAOptions o = TinyVLAOptions().vocab_size(64).max_text_len(kText);
-  if (millions >= 100) return o.d_model(768).heads(12).layers(14);
-  if (millions >= 25) return o.d_model(512).heads(8).layers(8);
-  return o;
-}
 
 std::string Syncs(const Measured& m) {
   return m.syncs_per_call < 0 ? "-" : absl::StrFormat("%.2f", m.syncs_per_call);
@@ -94,16 +87,6 @@ Measured Learner(TinyVLAPolicy& policy, const at::Device& device, int64_t B,
   });
 }
 
-bool ParseInts(const std::string& s, std::vector<int>* out) {
-  out->clear();
-  for (absl::string_view p : absl::StrSplit(s, ',')) {
-    int v = 0;
-    if (!absl::SimpleAtoi(p, &v) || v <= 0) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
-}
-
 bool ParseFlags(int argc, char** argv, Flags* f) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -111,9 +94,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     if (k == "--devices") {
       f->devices = absl::StrSplit(v, ',');
     } else if (k == "--sizes") {
-      ok = ParseInts(v, &f->sizes);
+      ok = ParseIntList(v, &f->sizes);
     } else if (k == "--batches") {
-      ok = ParseInts(v, &f->batches);
+      ok = ParseIntList(v, &f->batches);
     } else if (k == "--learner-batch") {
       ok = absl::SimpleAtoi(v, &f->learner_batch) && f->learner_batch > 0;
     } else if (k == "--seconds") {
@@ -162,7 +145,7 @@ int Main(int argc, char** argv) {
     }
     for (int size : f.sizes) {
       torch::manual_seed(0);
-      TinyVLAPolicy policy(TinyVLA(Size(size)), 0);
+      TinyVLAPolicy policy(TinyVLA(DocumentedSize(size)), 0);
       policy.To(*device);
       int64_t params = 0;
       for (const at::Tensor& p : policy.net()->parameters())

@@ -21,8 +21,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
 #include "bench/staged_batch.h"
 #include "policies/tiny_vla_policy.h"
+#include "services/options/plan_options.h"
 #include "services/plan/memory_model.h"
 
 namespace rlvla3 {
@@ -41,31 +43,6 @@ double HeapInUse() {
   return double(m.uordblks + m.hblkhd);
 }
 
-TinyVLAOptions Size(int millions) {
-  TinyVLAOptions o = TinyVLAOptions().vocab_size(64).max_text_len(kBenchText);
-  if (millions >= 100) return o.d_model(768).heads(12).layers(14);
-  if (millions >= 25) return o.d_model(512).heads(8).layers(8);
-  return o;
-}
-
-PolicyShape ShapeOf(const TinyVLAOptions& o, int64_t parameters) {
-  PolicyShape p;
-  p.parameters = parameters;
-  p.d_model = o.d_model();
-  p.layers = o.layers();
-  p.heads = o.heads();
-  p.mlp_ratio = o.mlp_ratio();
-  p.grid = o.grid();
-  p.text_len = o.max_text_len();
-  p.image_height = p.image_width = kBenchImage;
-  p.patch = o.patch();
-  p.stem_channels = o.stem_channels();
-  p.chunk = o.chunk();
-  p.action_dim = o.action_dim();
-  p.bins = o.bins();
-  return p;
-}
-
 struct Row {
   std::string size, part;
   int batch = 0;
@@ -74,13 +51,15 @@ struct Row {
 
 void Measure(int millions, int batch, std::vector<Row>* rows) {
   torch::manual_seed(0);
-  const TinyVLAOptions o = Size(millions);
+  const TinyVLAOptions o = DocumentedSize(millions);
   const double before_weights = HeapInUse();
   TinyVLAPolicy policy(TinyVLA(o), 0);
   const double weights = HeapInUse() - before_weights;
   int64_t P = 0;
   for (const at::Tensor& t : policy.net()->parameters()) P += t.numel();
-  const PolicyShape shape = ShapeOf(o, P);
+  PolicyShape shape = PolicyShapeOf(o);
+  shape.parameters = P;
+  shape.image_height = shape.image_width = kBenchImage;
   LearnerMemoryOptions lo;
   lo.micro_batch = batch;
   const MemoryEstimate m = LearnerMemory(shape, lo);
@@ -111,16 +90,6 @@ void Measure(int millions, int batch, std::vector<Row>* rows) {
       {name, "activations", batch, m.Of("activations"), activations});
 }
 
-bool ParseInts(const std::string& s, std::vector<int>* out) {
-  out->clear();
-  for (absl::string_view p : absl::StrSplit(s, ',')) {
-    int v = 0;
-    if (!absl::SimpleAtoi(p, &v) || v <= 0) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
-}
-
 int Main(int argc, char** argv) {
   std::vector<int> sizes = {1, 25, 100}, batches = {8, 16};
   std::string json;
@@ -128,9 +97,9 @@ int Main(int argc, char** argv) {
     const std::string k = argv[i], v = argv[i + 1];
     bool ok = true;
     if (k == "--sizes") {
-      ok = ParseInts(v, &sizes);
+      ok = ParseIntList(v, &sizes);
     } else if (k == "--batches") {
-      ok = ParseInts(v, &batches);
+      ok = ParseIntList(v, &batches);
     } else if (k == "--json") {
       json = v;
     } else {

@@ -34,6 +34,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/bench_flags.h"
 #include "bench/staged_batch.h"
 #include "policies/checkpoint.h"
 #include "policies/device.h"
@@ -258,20 +259,10 @@ int Time(LoadedCheckpoint ck, const Flags& f) {
   return 0;
 }
 
-bool ParseInts(const std::string& s, std::vector<int>* out) {
-  out->clear();
-  for (absl::string_view p : absl::StrSplit(s, ',')) {
-    int v = 0;
-    if (!absl::SimpleAtoi(p, &v) || v <= 0) return false;
-    out->push_back(v);
-  }
-  return !out->empty();
-}
-
 bool ParseFlag(const std::string& k, const std::string& v, Flags* f) {
   if (k == "--device") return (f->device = v, true);
   if (k == "--json") return (f->json = v, true);
-  if (k == "--batches") return ParseInts(v, &f->batches);
+  if (k == "--batches") return ParseIntList(v, &f->batches);
   if (k == "--seconds")
     return absl::SimpleAtod(v, &f->seconds) && f->seconds > 0;
   int* ints[] = {&f->learner_batch, &f->threads, &f->d_model,    &f->heads,

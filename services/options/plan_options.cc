@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "envs/sim_env.h"
+#include "policies/tiny_vla.h"
+#include "services/options/config_bridge.h"
 
 namespace rlvla3 {
 
@@ -23,15 +25,8 @@ RunShape PlanRunShape(const Config& c) {
   r.learner_nice = static_cast<int>(c.threads.learner_nice);
   r.inference_bf16 = c.inference.precision == "bf16";
   r.learner_bf16 = c.learner.precision == "bf16";
+  r.policy = PolicyShapeOf(TinyVLAOptionsFromConfig(c, /*vocab=*/0));
   PolicyShape& p = r.policy;
-  p.d_model = c.policy.d_model;
-  p.layers = c.policy.layers;
-  p.heads = c.policy.heads;
-  p.grid = c.policy.grid;
-  p.patch = c.policy.patch;
-  p.stem_channels = c.policy.stem_channels;
-  p.chunk = c.policy.chunk;
-  p.text_len = c.policy.max_text_len;
   p.cameras = static_cast<int64_t>(EnvCameras(c.env).size());
   p.image_height = c.env.image_height;
   p.image_width = c.env.image_width;
@@ -39,6 +34,22 @@ RunShape PlanRunShape(const Config& c) {
       static_cast<double>(p.cameras * p.image_height * p.image_width * 3) +
       4.0 * kProprioDim + 8.0 * static_cast<double>(p.text_len);
   return r;
+}
+
+PolicyShape PolicyShapeOf(const TinyVLAOptions& o) {
+  PolicyShape p;
+  p.d_model = o.d_model();
+  p.layers = o.layers();
+  p.heads = o.heads();
+  p.mlp_ratio = o.mlp_ratio();
+  p.grid = o.grid();
+  p.text_len = o.max_text_len();
+  p.patch = o.patch();
+  p.stem_channels = o.stem_channels();
+  p.chunk = o.chunk();
+  p.action_dim = o.action_dim();
+  p.bins = o.bins();
+  return p;
 }
 
 Split ConfigSplit(const Config& c, bool processes) {

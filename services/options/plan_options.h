@@ -9,7 +9,7 @@
 // learner_ranks).
 //
 // Example:
-//   RunShape run = PlanRunShape(config);
+//   RunShape run = PlanRunShape(config);   // policy shape via PolicyShapeOf
 //   Split mine = ConfigSplit(config, /*processes=*/true);
 // -----------------------------------------------------------------------------
 #ifndef RLVLA3_SERVICES_OPTIONS_PLAN_OPTIONS_H_
@@ -20,7 +20,12 @@
 
 namespace rlvla3 {
 
+struct TinyVLAOptions;
+
 RunShape PlanRunShape(const Config& c);
+// The memory model's view of a TinyVLA (its sizes, heads, chunk, bins);
+// the images' size and the parameter count are the caller's.
+PolicyShape PolicyShapeOf(const TinyVLAOptions& o);
 Split ConfigSplit(const Config& c, bool processes);
 
 }  // namespace rlvla3
