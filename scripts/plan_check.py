@@ -7,13 +7,14 @@ other (nothing else should run). Prints a markdown table (each figure, each
 error) and writes every figure as JSON.
 
   /usr/bin/python3 scripts/plan_check.py --out /tmp/plan_check [--duration 30]
-      [--only NAME,NAME]
+      [--repeat 3] [--only NAME,NAME]
 
 Measured: env frames/s and trained samples/s (train: the run's summary;
 up --local: the mean of its progress lines after the first 6 s), the lag
 mean and each stage's busy share (train only: up --local's roles do not
 print them), the bottleneck (the busiest stage), the async/sync ratio where
-both modes ran.
+both modes ran. With --repeat N each run is made N times (one after the
+other) and the median run (by samples/s) is reported, with the range.
 """
 import argparse
 import json
@@ -45,6 +46,13 @@ ROWS = [
      ["cluster.inference_servers=2"], ["async"]),
     ("up 2 ranks", "configs/bench_cpu.yaml", "processes",
      ["cluster.rollout_workers=2", "cluster.learner_ranks=2"], ["async"]),
+    # What `plan` recommends for this VM from configs/stage_costs/
+    # vm_bench_cpu.json (docs/planning.md), and its best in one process.
+    ("plan's pick", "configs/bench_cpu.yaml", "processes",
+     ["cluster.rollout_workers=3", "cluster.learner_ranks=2",
+      "threads.env_workers=2"], ["async"]),
+    ("bench_cpu 2 env threads", "configs/bench_cpu.yaml", "train",
+     ["threads.env_workers=2"], ["async"]),
 ]
 
 
@@ -127,6 +135,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--duration", type=int, default=30)
+    ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--only", default="")
     a = ap.parse_args()
     only = set(filter(None, a.only.split(",")))
@@ -147,10 +156,18 @@ def main():
         row = {"name": name, "config": config, "how": how,
                "overrides": overrides, "predicted": pred, "measured": {}}
         for mode in modes:
-            d = os.path.join(base, mode)
-            os.makedirs(d, exist_ok=True)
-            m = (measure_train if how == "train" else measure_up)(
-                config, overrides, mode, d, a.duration)
+            runs = []
+            for k in range(a.repeat):
+                d = os.path.join(base, mode if k == 0 else f"{mode}_{k}")
+                os.makedirs(d, exist_ok=True)
+                runs.append((measure_train if how == "train" else measure_up)(
+                    config, overrides, mode, d, a.duration))
+            runs.sort(key=lambda m: m["samples_per_s"])
+            m = dict(runs[len(runs) // 2])
+            m["samples_range"] = [runs[0]["samples_per_s"],
+                                  runs[-1]["samples_per_s"]]
+            m["frames_range"] = [min(r["frames_per_s"] for r in runs),
+                                 max(r["frames_per_s"] for r in runs)]
             row["measured"][mode] = m
             print(f"{name} {mode}: measured {m}; predicted "
                   f"{pred[mode]['frames_per_s']:.0f} frames/s "
@@ -176,10 +193,15 @@ def main():
                 mr = m["frames_per_s"] / r["measured"]["sync"]["frames_per_s"]
                 pr = p["frames_per_s"] / r["predicted"]["sync"]["frames_per_s"]
                 ratio = f"{mr:.2f} / {pr:.2f} ({100 * err(pr, mr):+.0f}%)"
+            spread = ""
+            if a.repeat > 1:
+                lo, hi = m["samples_range"]
+                spread = f" [{lo:.0f}-{hi:.0f}]"
             print(f"| {r['name']} | {mode} | {m['frames_per_s']:.0f} / "
                   f"{p['frames_per_s']:.0f} "
                   f"({100 * err(p['frames_per_s'], m['frames_per_s']):+.0f}%)"
-                  f" | {m['samples_per_s']:.0f} / {p['samples_per_s']:.0f} "
+                  f" | {m['samples_per_s']:.0f}{spread} / "
+                  f"{p['samples_per_s']:.0f} "
                   f"({100 * err(p['samples_per_s'], m['samples_per_s']):+.0f}"
                   f"%) | {lag} | {neck} | {ratio} |")
 

@@ -61,6 +61,7 @@ Split ConfigSplit(const Config& c, bool processes) {
       static_cast<int>(std::max<int64_t>(1, c.threads.inference_actors));
   if (!processes) {
     s.inference_servers = actors;
+    s.in_process = true;
     return s;
   }
   s.rollout_workers = static_cast<int>(c.cluster.rollout_workers);

@@ -69,7 +69,7 @@ bool Split::operator==(const Split& o) const {
   return rollout_workers == o.rollout_workers &&
          envs_per_worker == o.envs_per_worker && env_workers == o.env_workers &&
          inference_servers == o.inference_servers &&
-         learner_ranks == o.learner_ranks;
+         learner_ranks == o.learner_ranks && in_process == o.in_process;
 }
 
 StageCosts CostsOf(const PlanInputs& in, const Split& s, double* allreduce_s) {
@@ -97,6 +97,12 @@ StageCosts CostsOf(const PlanInputs& in, const Split& s, double* allreduce_s) {
     } else {  // measured between two ranks: latency per hop pair, rate
       c.allreduce_s = (R - 1) * ring.fixed + ring.slope * bytes * share;
     }
+  }
+  if (!s.in_process) {
+    c.wire_obs_s = p.wire.observation_cpu_s;
+    c.wire_obs_wait_s = p.wire.observation_wait_s;
+    c.wire_sample_s = p.wire.sample_cpu_s;
+    c.wire_weights_s = p.wire.weights_cpu_s;
   }
   if (allreduce_s != nullptr) *allreduce_s = c.allreduce_s;
   return c;
@@ -196,7 +202,7 @@ SplitForecast Forecast(const PlanInputs& in, const Split& s, bool sync) {
   return f;
 }
 
-std::vector<Split> Candidates(const PlanInputs& in) {
+std::vector<Split> Candidates(const PlanInputs& in, bool processes_only) {
   std::vector<Split> out;
   const NodeOffer& o = in.offer;
   const RunShape& r = in.run;
@@ -206,6 +212,10 @@ std::vector<Split> Candidates(const PlanInputs& in) {
       for (int w = 1; w <= std::min(cores, r.num_envs); ++w)
         for (int i = 1; i <= 2; ++i)
           for (int l = 1; l <= 2; ++l) out.push_back({rw, r.num_envs, w, i, l});
+    if (o.nodes > 1 || processes_only) return out;
+    for (int w = 1; w <= std::min(cores, r.num_envs); ++w)
+      for (int i = 1; i <= 2; ++i)
+        out.push_back({1, r.num_envs, w, i, 1, /*in_process=*/true});
     return out;
   }
   const int G = o.total_gpus();

@@ -64,6 +64,9 @@ struct NodeOffer {
 struct Split {
   int rollout_workers = 1, envs_per_worker = 8, env_workers = 1;
   int inference_servers = 1, learner_ranks = 1;
+  // The roles in one process (`rl-vla3 train`: one rollout worker, the
+  // servers as inference actors, one learner): no wire between them.
+  bool in_process = false;
   bool operator==(const Split& o) const;
 };
 
@@ -99,8 +102,10 @@ SplitForecast Forecast(const PlanInputs& in, const Split& s, bool sync = true);
 // The sync forecast of `f`, if not made yet.
 void ForecastSync(const PlanInputs& in, SplitForecast* f);
 // The splits worth trying on the offer (each role's count within what the
-// nodes hold; the global batch split evenly over the ranks).
-std::vector<Split> Candidates(const PlanInputs& in);
+// nodes hold; the global batch split evenly over the ranks); on one CPU
+// node also the roles in one process, unless `processes_only`.
+std::vector<Split> Candidates(const PlanInputs& in,
+                              bool processes_only = false);
 // Async only (ForecastSync completes the one chosen).
 std::vector<SplitForecast> ForecastSplits(const PlanInputs& in,
                                           const std::vector<Split>& splits);

@@ -113,6 +113,19 @@ class Stages {
                  });
   }
 
+  // Work on the wire between processes: `work` CPU seconds on the shared
+  // cores (one thread), then `wait` more; nothing when both are 0.
+  void Wire(double work, double wait, std::function<void()> done) {
+    if (work <= 0 && wait <= 0) return done();
+    auto then = [this, wait, done = std::move(done)]() mutable {
+      if (wait > 0) return q_.After(wait, std::move(done));
+      done();
+    };
+    if (work <= 0) return then();
+    cores_.Start(work, 1, 1, std::move(then));
+  }
+  const StageCosts& costs() const { return c_; }
+
   // One inference batch of `b` (the caller holds a server).
   void Infer(int b, std::function<void()> done) {
     ++t_.batches;
@@ -190,7 +203,9 @@ class AsyncPipeline {
       : s_(s),
         st_(c, s, seed),
         free_servers_(s.inference_servers),
+        quota_(std::max(1, s.global_batch / std::max(1, s.envs))),
         act_version_(size_t(s.envs), 0),
+        taken_(size_t(s.envs), 0),
         segment_(size_t(s.envs)) {}
 
   Tally Run(double seconds, int64_t max_frames) {
@@ -202,16 +217,22 @@ class AsyncPipeline {
  private:
   EventQueue& q() { return st_.clock(); }
 
-  // An env's observation is ready: admitted, or parked while the rollout
-  // is max_policy_lag versions ahead of the learner.
+  // An env's observation is ready: admitted while its next decision is
+  // within its budget, (version + 1 + max_policy_lag) x its quota of the
+  // global batch, else parked until the learner moves (the runtime's
+  // AdmissionGate: an env cannot take a slow env's share).
   void Observe(int env) {
-    if (in_flight_ >= int64_t(s_.max_policy_lag + 1) * s_.global_batch) {
+    int64_t& taken = taken_[size_t(env)];
+    if (taken >= (int64_t(version_) + 1 + s_.max_policy_lag) * quota_) {
       parked_.push_back(env);
       return;
     }
-    ++in_flight_;
-    waiting_.push_back({env, q().now()});
-    TryBatch();
+    ++taken;
+    const StageCosts& c = st_.costs();
+    st_.Wire(c.wire_obs_s, c.wire_obs_wait_s, [this, env] {
+      waiting_.push_back({env, q().now()});
+      TryBatch();
+    });
   }
 
   void TryBatch() {
@@ -261,9 +282,14 @@ class AsyncPipeline {
     std::vector<uint64_t>& seg = segment_[size_t(env)];
     seg.push_back(act_version_[size_t(env)]);
     if (int(seg.size()) >= s_.rollout_len) {
-      learner_queue_.insert(learner_queue_.end(), seg.begin(), seg.end());
-      seg.clear();
-      TryLearn();
+      std::vector<uint64_t> sent;
+      sent.swap(seg);
+      st_.Wire(st_.costs().wire_sample_s * double(sent.size()), 0,
+               [this, sent = std::move(sent)] {
+                 learner_queue_.insert(learner_queue_.end(), sent.begin(),
+                                       sent.end());
+                 TryLearn();
+               });
     }
     Observe(env);
   }
@@ -279,7 +305,8 @@ class AsyncPipeline {
       st_.Trained(acted, version_);
       learning_ = false;
       ++version_;
-      in_flight_ -= s_.global_batch;
+      for (int i = 0; i < s_.inference_servers; ++i)
+        st_.Wire(st_.costs().wire_weights_s, 0, [] {});
       std::deque<int> parked;
       parked.swap(parked_);
       for (int env : parked) Observe(env);
@@ -296,8 +323,9 @@ class AsyncPipeline {
   int free_servers_;
   bool wake_pending_ = false, learning_ = false;
   uint64_t version_ = 0;
-  int64_t in_flight_ = 0;  // admitted, not yet trained
+  const int64_t quota_;  // decisions per env per optimizer step
   std::vector<uint64_t> act_version_;
+  std::vector<int64_t> taken_;  // decisions admitted, per env
   std::vector<std::vector<uint64_t>> segment_;
   std::deque<Waiting> waiting_;
   std::deque<int> parked_;
@@ -341,11 +369,15 @@ class SyncPipeline {
     });
   }
 
+  // An env's frames, then its next observation over the wire.
   void Act(int d, int frames_left) {
     st_.Frame([this, d, frames_left] {
       ++frames_;
       if (frames_left > 1) return Act(d, frames_left - 1);
-      if (--envs_left_ == 0) Decide(d + 1);
+      const StageCosts& c = st_.costs();
+      st_.Wire(c.wire_obs_s, c.wire_obs_wait_s, [this, d] {
+        if (--envs_left_ == 0) Decide(d + 1);
+      });
     });
   }
 
@@ -354,7 +386,8 @@ class SyncPipeline {
     const int64_t samples = int64_t(s_.envs) * s_.rollout_len;
     steps_left_ = std::max<int64_t>(1, samples / s_.global_batch);
     per_step_ = int(samples / steps_left_);
-    NextStep();
+    st_.Wire(st_.costs().wire_sample_s * double(samples), 0,
+             [this] { NextStep(); });
   }
 
   void NextStep() {
@@ -363,14 +396,20 @@ class SyncPipeline {
       if (--steps_left_ > 0) return NextStep();
       st_.tally().frames += frames_;
       frames_ = 0;
-      Decide(0);
+      // The servers load the new weights before the next round.
+      servers_loading_ = s_.inference_servers;
+      for (int i = 0; i < s_.inference_servers; ++i) {
+        st_.Wire(st_.costs().wire_weights_s, 0, [this] {
+          if (--servers_loading_ == 0) Decide(0);
+        });
+      }
     });
   }
 
   const PipelineShape s_;
   Stages st_;
   std::deque<int> pending_;
-  int batches_left_ = 0, envs_left_ = 0, per_step_ = 0;
+  int batches_left_ = 0, envs_left_ = 0, per_step_ = 0, servers_loading_ = 0;
   int64_t steps_left_ = 0, frames_ = 0;
 };
 

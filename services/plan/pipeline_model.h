@@ -8,9 +8,10 @@
 //                        max_wait)--> an inference server --> actions
 //   every env step is one sample; samples travel to the learner in
 //   segments of rollout_len; the learner takes one optimizer step per
-//   global_batch samples and publishes a version. A rollout runs at most
-//   max_policy_lag versions ahead: an env whose next sample would be older
-//   than that parks until the learner moves. Sync mode is lock-step: every
+//   global_batch samples and publishes a version. Each env may take its
+//   quota (its share of a global batch) per version, max_policy_lag
+//   versions ahead: an env past its budget parks until the learner moves
+//   (the runtime's AdmissionGate). Sync mode is lock-step: every
 //   env takes rollout_len decisions (each decision batched over every env),
 //   then the learner trains on them all, then the next rollout.
 //
@@ -52,6 +53,13 @@ struct StageCosts {
   // The learner ranks' gradient all-reduce per optimizer step (0 for one
   // rank): not on the shared cores.
   double allreduce_s = 0;
+  // The wire between processes (0 in one process): CPU seconds per
+  // observation's round trip (both ends: encoding, gRPC, checks), per
+  // trained sample's share of its segment, per weight version on each
+  // inference server; and the round trip's wall time beyond its CPU (the
+  // env waits for it, its worker does not).
+  double wire_obs_s = 0, wire_obs_wait_s = 0;
+  double wire_sample_s = 0, wire_weights_s = 0;
 };
 
 // How the stages share one machine's cores (cores 0: each stage on hardware

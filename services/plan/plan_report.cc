@@ -11,6 +11,11 @@ namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string SplitText(const Split& s) {
+  if (s.in_process) {
+    return absl::StrFormat("one process: %d envs (%d thr), %d inf actor(s)",
+                           s.envs_per_worker, s.env_workers,
+                           s.inference_servers);
+  }
   return absl::StrFormat("%d x %d envs (%d thr), %d inf, %d learner",
                          s.rollout_workers, s.envs_per_worker, s.env_workers,
                          s.inference_servers, s.learner_ranks);
@@ -66,9 +71,11 @@ std::string ForecastJson(const SplitForecast& f) {
   return absl::StrFormat(
       "{\"split\": {\"rollout_workers\": %d, \"envs_per_worker\": %d, "
       "\"env_workers\": %d, \"inference_servers\": %d, \"learner_ranks\": "
-      "%d}, \"global_batch\": %d, \"async\": %s, \"sync\": %s}\n",
+      "%d, \"in_process\": %s}, \"global_batch\": %d, \"async\": %s, "
+      "\"sync\": %s}\n",
       s.rollout_workers, s.envs_per_worker, s.env_workers, s.inference_servers,
-      s.learner_ranks, f.global_batch, ModeJson(f.async), ModeJson(f.sync));
+      s.learner_ranks, s.in_process ? "true" : "false", f.global_batch,
+      ModeJson(f.async), ModeJson(f.sync));
 }
 
 std::string FormatPlan(const PlanInputs& in,
@@ -88,6 +95,12 @@ std::string FormatPlan(const PlanInputs& in,
           ? absl::StrFormat(", all-reduce %.1f ms per step",
                             1e3 * best.allreduce_s)
           : std::string());
+  if (best.split.in_process) {
+    absl::StrAppendFormat(&out,
+                          "  as: rl-vla3 train --set threads.env_workers=%d "
+                          "--set threads.inference_actors=%d\n",
+                          best.split.env_workers, best.split.inference_servers);
+  }
   out += Mode("async", best.async);
   out += Mode("sync", best.sync);
   absl::StrAppendFormat(&out, "  async / sync %.2fx\n",

@@ -87,6 +87,7 @@ class Fields {
     }
     return out;
   }
+  bool Has(const char* key) const { return o_.find(key) != o_.end(); }
   // The object under `key` (absent or not one: said, and an empty one).
   Fields Object(const char* key) {
     const json* v = Find(key);
@@ -247,6 +248,11 @@ std::string StageCostsJson(const StageCostProfile& p) {
        {{"backend", p.allreduce.backend},
         {"link", p.allreduce.link},
         {"by_bytes", PointsJson(p.allreduce.by_bytes)}}},
+      {"wire",
+       {{"observation_cpu_s", p.wire.observation_cpu_s},
+        {"observation_wait_s", p.wire.observation_wait_s},
+        {"sample_cpu_s", p.wire.sample_cpu_s},
+        {"weights_cpu_s", p.wire.weights_cpu_s}}},
       {"policy",
        {{"parameters", p.policy.parameters},
         {"checkpoint_bytes", p.policy.checkpoint_bytes},
@@ -310,6 +316,16 @@ absl::StatusOr<StageCostProfile> ParseStageCosts(const std::string& text,
     p.allreduce.link = f.Text("link");
     p.allreduce.by_bytes = f.Points("by_bytes", 1, kMaxBytes);
     keep(f.Done());
+  }
+  if (top.Has("wire")) {
+    Fields f = top.Object("wire");
+    p.wire.observation_cpu_s = f.Number("observation_cpu_s", 0, kMaxSeconds);
+    p.wire.observation_wait_s = f.Number("observation_wait_s", 0, kMaxSeconds);
+    p.wire.sample_cpu_s = f.Number("sample_cpu_s", 0, kMaxSeconds);
+    p.wire.weights_cpu_s = f.Number("weights_cpu_s", 0, kMaxSeconds);
+    keep(f.Done());
+  } else {
+    top.Text("wire");  // known, optional
   }
   {
     Fields f = top.Object("policy");

@@ -12,6 +12,7 @@
 //   inference  seconds per batch at several batch sizes (device, precision)
 //   learner    seconds per optimizer step at several global batches
 //   allreduce  seconds per all-reduce at several sizes (backend, link)
+//   wire       the roles' messages between processes (optional)
 //   policy     parameters, checkpoint and optimizer bytes
 //
 // Fits: inference fixed + per_obs x batch, learner per_step + per_sample x
@@ -80,6 +81,15 @@ struct AllReduceCosts {
   LinearFit Fit() const;        // seconds = fixed + bytes * slope
 };
 
+// The wire between processes on one node (loopback gRPC, both ends in one
+// process): CPU seconds per observation's round trip and its wall time
+// beyond that CPU, per sample of a segment, per weight version to one
+// inference server. Absent (a profile from before): zeros.
+struct WireCosts {
+  double observation_cpu_s = 0, observation_wait_s = 0;
+  double sample_cpu_s = 0, weights_cpu_s = 0;
+};
+
 struct PolicyCosts {
   int64_t parameters = 0;
   int64_t checkpoint_bytes = 0;
@@ -94,6 +104,7 @@ struct StageCostProfile {
   InferenceCosts inference;
   LearnerCosts learner;
   AllReduceCosts allreduce;
+  WireCosts wire;
   PolicyCosts policy;
 };
 

@@ -19,6 +19,7 @@
 #include "services/options/run_variants.h"
 #include "services/runs/env_stage_bench.h"
 #include "services/runs/stage_drivers.h"
+#include "services/runs/wire_costs_bench.h"
 
 namespace rlvla3 {
 namespace {
@@ -228,6 +229,14 @@ absl::StatusOr<StageCostProfile> MeasureStageCosts(
       !s.ok()) {
     return s;
   }
+  WireBenchInputs w;
+  w.shape = o->segment_shape;
+  w.envs = o->rollout.pool.num_envs;
+  w.max_batch = static_cast<int>(o->inference.batcher.max_batch);
+  w.execute_steps = o->rollout.execute_steps;
+  w.policy = (*parts).policy.get();
+  w.seconds = seconds;
+  if (absl::Status s = MeasureWireCosts(w, &p.wire); !s.ok()) return s;
   return p;
 }
 

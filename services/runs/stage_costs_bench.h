@@ -12,6 +12,8 @@
 //   allreduce  two Gloo ranks in this process over loopback, at sizes up to
 //              twice the policy's gradients
 //   policy     trainable parameters; checkpoint and AdamW bytes
+//   wire       the roles' messages between processes on loopback
+//              (services/runs/wire_costs_bench.h)
 // Same options, devices and threads as the run: what `bench` measures of a
 // stage alone, at more points.
 //

@@ -225,7 +225,10 @@ int VerbPlan(const VerbArgs& f) {
   if (!own.empty()) return ForecastOwn(f, in, *c, own);
   PlanGoal g;
   g.frames_per_s = *goal;
-  const SplitSearch search = SearchSplits(in, Candidates(in), g);
+  // A CLUSTER.yaml is a split across processes: --out leaves out the roles
+  // in one process (which `train` runs, not `up`).
+  const bool cluster = !f.Get("--out", "").empty();
+  const SplitSearch search = SearchSplits(in, Candidates(in, cluster), g);
   const std::vector<SplitForecast>& all = search.finalists;
   const SplitForecast* best = Best(all, g);
   if (best == nullptr) {
@@ -259,7 +262,8 @@ Verb PlanVerb() {
       "  --goal-frames F         the fewest GPUs, then cores, making F env\n"
       "                          frames/s (default: the most samples/s)\n"
       "  --seconds S             simulated time per forecast (default 120)\n"
-      "  --out CLUSTER.yaml      write the plan for rl-vla3 up\n"
+      "  --out CLUSTER.yaml      write the plan for rl-vla3 up (the best\n"
+      "                          split across processes)\n"
       "  --image IMAGE           its image (default the release's)\n"
       "  --name NAME             its job name (default rl-vla3)\n"
       "  --table 8,64,256,1024   the best split at each GPU count instead\n"

@@ -67,6 +67,37 @@ TEST(ClusterPlan, OnACpuNodeEverySplitSharesItsCores) {
   }
 }
 
+// On one CPU node `train`'s one process is a candidate too, and only the
+// splits across processes pay the wire; with the wire's cost the fastest is
+// one process; a CLUSTER.yaml (processes only) leaves it out; a GPU offer
+// never has it.
+TEST(ClusterPlan, OnOneNodeTheRolesInOneProcessSkipTheWire) {
+  PlanInputs in = Inputs();
+  in.costs.wire.observation_cpu_s = 0.0005;
+  in.costs.wire.observation_wait_s = 0.0002;
+  in.costs.wire.sample_cpu_s = 1e-5;
+  in.costs.wire.weights_cpu_s = 0.003;
+  const std::vector<Split> all = Candidates(in);
+  Split one, apart;
+  for (const Split& s : all) (s.in_process ? one : apart) = s;
+  ASSERT_TRUE(one.in_process);
+  ASSERT_FALSE(apart.in_process);
+  EXPECT_EQ(CostsOf(in, one, nullptr).wire_obs_s, 0);
+  EXPECT_EQ(CostsOf(in, apart, nullptr).wire_obs_s, 0.0005);
+  EXPECT_EQ(CostsOf(in, apart, nullptr).wire_weights_s, 0.003);
+  one.rollout_workers = apart.rollout_workers = 1;
+  one.env_workers = apart.env_workers = 4;
+  one.inference_servers = apart.inference_servers = 1;
+  one.learner_ranks = apart.learner_ranks = 1;
+  EXPECT_GT(Forecast(in, one, false).async.frames_per_s,
+            Forecast(in, apart, false).async.frames_per_s);
+  for (const Split& s : Candidates(in, /*processes_only=*/true))
+    EXPECT_FALSE(s.in_process);
+  in.offer.gpus = 2;
+  in.offer.gpu_memory_gib = 80;
+  for (const Split& s : Candidates(in)) EXPECT_FALSE(s.in_process);
+}
+
 TEST(ClusterPlan, TheBestSplitIsTheFastestThatFitsOrTheSmallestMeetingTheGoal) {
   PlanInputs in = Inputs();
   in.offer.gpus = 4;

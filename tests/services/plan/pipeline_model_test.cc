@@ -103,6 +103,57 @@ TEST(PipelineModel, ALoneEnvCyclesThroughInferenceAndItsStep) {
   EXPECT_EQ(p.bottleneck, "env");
 }
 
+// Across processes each observation's round trip adds its CPU and its wait
+// to the lone env's cycle (0.0125 s in one process).
+TEST(PipelineModel, TheWireBetweenProcessesLengthensEachDecision) {
+  StageCosts c = Deterministic();
+  c.wire_obs_s = 0.002;
+  c.wire_obs_wait_s = 0.003;
+  PipelineShape s;
+  s.envs = s.env_workers = s.max_batch = 1;
+  s.rollout_len = 4;
+  s.global_batch = 16;
+  const PipelinePrediction p = SimulatePipeline(c, s, {100.0, 1});
+  EXPECT_NEAR(p.frames_per_s, 1 / 0.0175, 0.2);
+  // Lock-step: a round of 2 decisions is 2 x (0.004 + 0.010 + 0.005), the
+  // segments' CPU, the update, the weights loaded.
+  c.wire_sample_s = 0.0005;
+  c.wire_weights_s = 0.002;
+  s.sync = true;
+  s.envs = s.env_workers = s.max_batch = 4;
+  s.rollout_len = 2;
+  s.global_batch = 8;
+  const double round = 2 * 0.019 + 8 * 0.0005 + 0.013 + 0.002;
+  const PipelinePrediction q = SimulatePipeline(c, s, {100 * round, 1});
+  EXPECT_NEAR(q.frames_per_s, 8 / round, 0.2);
+}
+
+// Lag 0 as the runtime's admission gate runs it: each env takes its quota
+// (rollout_len here) and parks until the update, so a round lasts as long as
+// the slowest env's quota, not the mean env's (heavy tails cost lock-step's
+// price); one more version of lag lets the fast envs go on.
+TEST(PipelineModel, AtLagZeroEachRoundWaitsForTheSlowestEnvsShare) {
+  StageCosts c = Deterministic();
+  c.env_step_cv = 1.5;
+  c.infer_fixed_s = 0.0001;
+  c.infer_per_obs_s = 0;
+  c.learn_per_step_s = 0.0001;
+  c.learn_per_sample_s = 0;
+  PipelineShape s;
+  s.envs = s.env_workers = s.max_batch = 8;
+  s.max_wait_s = 0;
+  s.rollout_len = 4;
+  s.global_batch = 32;
+  s.max_policy_lag = 0;
+  const PipelinePrediction lag0 = SimulatePipeline(c, s, {400.0, 5});
+  s.max_policy_lag = 2;
+  const PipelinePrediction lag2 = SimulatePipeline(c, s, {400.0, 5});
+  const double free_running = 8 / 0.0101;  // every env stepping
+  EXPECT_LT(lag0.samples_per_s, 0.7 * free_running);
+  EXPECT_GT(lag2.samples_per_s, 0.8 * free_running);
+  EXPECT_EQ(lag0.lag_mean, 0);
+}
+
 // A learner slower than the envs sets the pace: its update rate, and the
 // rollout parks so that no sample is more than max_policy_lag + 1 versions
 // old when trained.

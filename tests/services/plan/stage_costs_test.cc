@@ -32,6 +32,10 @@ StageCostProfile Sample() {
   p.policy.parameters = 123456;
   p.policy.checkpoint_bytes = 500000;
   p.policy.optimizer_bytes = 987648;
+  p.wire.observation_cpu_s = 3.5e-4;
+  p.wire.observation_wait_s = 1.5e-4;
+  p.wire.sample_cpu_s = 2e-6;
+  p.wire.weights_cpu_s = 4e-3;
   return p;
 }
 
@@ -42,6 +46,20 @@ TEST(StageCosts, WhatBenchWritesReadsBackTheSame) {
   EXPECT_EQ(StageCostsJson(*back), text);
   EXPECT_EQ(back->inference.by_batch.size(), 3u);
   EXPECT_EQ(back->policy.parameters, 123456);
+}
+
+// A profile from before the wire was measured: no wire costs, not refused.
+TEST(StageCosts, AProfileWithoutTheWireReadsAsNoWire) {
+  std::string text = StageCostsJson(Sample());
+  // The last key (nlohmann sorts them): from the comma before it to its }.
+  const size_t from = text.rfind(',', text.find("\"wire\": {"));
+  ASSERT_NE(from, std::string::npos);
+  text.erase(from, text.find('}', from) + 1 - from);
+  ASSERT_EQ(text.find("cpu_s"), std::string::npos);
+  absl::StatusOr<StageCostProfile> p = ParseStageCosts(text, "c.json");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->wire.observation_cpu_s, 0);
+  EXPECT_EQ(p->wire.weights_cpu_s, 0);
 }
 
 TEST(StageCosts, FitsRecoverAKnownLineAndNeverGoNegative) {
@@ -90,6 +108,9 @@ TEST(StageCosts, ABadMissingOrUnknownKeyIsRefusedNamingIt) {
   ExpectRefused("8.0,", "0.5,", "inference.by_batch");
   ExpectRefused("0.0026", "0.0", "inference.by_batch");
   ExpectRefused("rl-vla3 stage costs 1", "rl-vla3 stage costs 9", "format");
+  ExpectRefused("\"weights_cpu_s\": 0.004", "\"weights_cpu_s\": -0.004",
+                "wire.weights_cpu_s");
+  ExpectRefused("\"weights_cpu_s\"", "\"weight_cpu_s\"", "wire.weight_cpu_s");
   absl::StatusOr<StageCostProfile> p = ParseStageCosts("[1, 2]", "c.json");
   ASSERT_FALSE(p.ok());
   EXPECT_NE(p.status().message().find("c.json: not a JSON object"),
