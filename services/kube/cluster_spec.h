@@ -8,7 +8,7 @@
 //
 //   name: demo                      # job name (DNS-1035 label), required
 //   namespace: rl-vla3              # default rl-vla3
-//   image: registry/rl-vla3:0.2.0   # required
+//   image: registry/rl-vla3:0.3.0   # required
 //   config: ../configs/libero_demo.yaml   # run config, relative to this file
 //   token_file: token.txt           # optional shared token (a Secret)
 //   tls: {cert: tls.crt, key: tls.key, ca: ca.crt,   # mutual TLS between

@@ -7,7 +7,7 @@
 // devices, precisions and the NCCL backend on GPUs).
 //
 // Example:
-//   ClusterYamlOptions o;  o.name = "lift";  o.image = "...:0.2.0";
+//   ClusterYamlOptions o;  o.name = "lift";  o.image = "...:0.3.0";
 //   o.config = "../configs/libero_demo.yaml";
 //   std::string yaml = ClusterYaml(forecast, inputs, o);
 // -----------------------------------------------------------------------------

@@ -1,2 +1,2 @@
 # The project's version (CMakeLists.txt project(VERSION)); a test keeps them equal.
-__version__ = "0.2.0"
+__version__ = "0.3.0"

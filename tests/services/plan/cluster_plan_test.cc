@@ -153,7 +153,7 @@ TEST(ClusterPlan, ItsClusterYamlIsOneUpReadsAsIs) {
   std::ofstream(dir + "/run.yaml") << "run:\n  name: x\n";
   ClusterYamlOptions o;
   o.name = "planned";
-  o.image = "ghcr.io/example/rl-vla3:0.2.0-cuda";
+  o.image = "ghcr.io/example/rl-vla3:0.3.0-cuda";
   o.config = "run.yaml";
   const std::string yaml = ClusterYaml(f, in, o);
   absl::StatusOr<kube::ClusterSpec> spec =
