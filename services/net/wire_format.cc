@@ -484,4 +484,9 @@ absl::Status DecodeSegment(const v1::TrajectorySegment& m,
   return absl::OkStatus();
 }
 
+WireShape WireShapeOf(const SegmentShape& s) {
+  return WireShape{s.height, s.width,      s.cameras,    s.proprio_dim,
+                   s.chunk,  s.action_dim, s.taken_bytes};
+}
+
 }  // namespace rlvla3

@@ -43,6 +43,9 @@ struct WireShape {
   int taken_bytes = 1;  // action_tokens: 1 uint8 bins, 4 float32
 };
 
+// The wire's shapes of a run's segment shape (both ends build it so).
+WireShape WireShapeOf(const SegmentShape& s);
+
 // Level 1, the rollout side: `r`'s data under env id `global_env`.
 void EncodeObservation(const ObservationRequest& r, int global_env,
                        const WireShape& shape, v1::Observation* out);

@@ -45,8 +45,7 @@ absl::StatusOr<RoleSetup> RoleSetupFromConfig(const Config& c) {
   s.limits.rollout_receive_bytes = given > 0 ? given : (1 << 20);
   s.limits.max_queued_replies = static_cast<int>(c.cluster.max_queued_replies);
   s.limits.max_roster_roles = static_cast<int>(c.cluster.max_roster_roles);
-  s.shape = WireShape{sh.height, sh.width,      sh.cameras,    sh.proprio_dim,
-                      sh.chunk,  sh.action_dim, sh.taken_bytes};
+  s.shape = WireShapeOf(sh);
   s.workers = static_cast<int>(c.cluster.rollout_workers);
   s.global_envs = GlobalEnvs(s.options, RunLayout{s.workers});
   // Envs whose segments go to one learner rank together: a GRPO group.

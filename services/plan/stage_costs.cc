@@ -87,7 +87,8 @@ class Fields {
     }
     return out;
   }
-  bool Has(const char* key) const { return o_.find(key) != o_.end(); }
+  // An optional key: known (never "unknown"), whether or not it is there.
+  bool Has(const char* key) { return Find(key) != nullptr; }
   // The object under `key` (absent or not one: said, and an empty one).
   Fields Object(const char* key) {
     const json* v = Find(key);
@@ -324,8 +325,6 @@ absl::StatusOr<StageCostProfile> ParseStageCosts(const std::string& text,
     p.wire.sample_cpu_s = f.Number("sample_cpu_s", 0, kMaxSeconds);
     p.wire.weights_cpu_s = f.Number("weights_cpu_s", 0, kMaxSeconds);
     keep(f.Done());
-  } else {
-    top.Text("wire");  // known, optional
   }
   {
     Fields f = top.Object("policy");

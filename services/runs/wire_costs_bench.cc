@@ -31,9 +31,17 @@ double CpuSeconds() {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
-WireShape WireShapeOf(const SegmentShape& s) {
-  return WireShape{s.height, s.width,      s.cameras,    s.proprio_dim,
-                   s.chunk,  s.action_dim, s.taken_bytes};
+// CPU seconds per call of `call` (an absl::Status) over at least `seconds`
+// and 3 calls; the first error ends it.
+template <typename F>
+absl::StatusOr<double> CpuSecondsPerCall(F&& call, double seconds) {
+  const double cpu0 = CpuSeconds();
+  int64_t n = 0;
+  for (const auto t0 = SteadyNowNs();
+       n < 3 || 1e-9 * double(SteadyNowNs() - t0) < seconds; ++n) {
+    if (absl::Status s = call(); !s.ok()) return s;
+  }
+  return (CpuSeconds() - cpu0) / double(n);
 }
 
 // Replies to every observation at once (the inference actor's place).
@@ -63,6 +71,7 @@ class Answerer {
       const QueueStatus q = server_->requests().PopBulk(
           batch_.data(), batch_.size(), absl::Milliseconds(50), &n);
       if (q == QueueStatus::kClosed) return;
+      if (n == 0) continue;
       for (size_t i = 0; i < n; ++i) {
         ActionReply& r = replies_[i];
         r.env = batch_[i].env;
@@ -70,7 +79,6 @@ class Answerer {
         r.tokens = tokens_.data();
         r.log_probs = log_probs_.data();
       }
-      if (n == 0) continue;
       if (absl::Status s =
               server_->Reply(absl::MakeConstSpan(replies_.data(), n));
           !s.ok() && status_.ok()) {
@@ -202,16 +210,16 @@ absl::StatusOr<double> SegmentSeconds(const WireBenchInputs& in,
   limits.execute_steps = std::max(1, in.execute_steps);
   v1::TrajectorySegment m, back;
   std::string bytes;
-  const double cpu0 = CpuSeconds();
-  int64_t n = 0;
-  for (const auto t0 = SteadyNowNs();
-       n < 3 || 1e-9 * double(SteadyNowNs() - t0) < seconds; ++n) {
-    EncodeSegment(seg, 0, &m);
-    if (!m.SerializeToString(&bytes) || !back.ParseFromString(bytes))
-      return absl::InternalError("wire bench: a segment did not serialize");
-    if (absl::Status s = DecodeSegment(back, limits, &into); !s.ok()) return s;
-  }
-  return (CpuSeconds() - cpu0) / double(n) / double(seg.n);
+  absl::StatusOr<double> per_segment = CpuSecondsPerCall(
+      [&] {
+        EncodeSegment(seg, 0, &m);
+        if (!m.SerializeToString(&bytes) || !back.ParseFromString(bytes))
+          return absl::InternalError("wire bench: a segment did not serialize");
+        return DecodeSegment(back, limits, &into);
+      },
+      seconds);
+  if (!per_segment.ok()) return per_segment.status();
+  return *per_segment / double(seg.n);
 }
 
 // One version of the policy's weights through the codec and the assembler.
@@ -220,23 +228,21 @@ absl::StatusOr<double> WeightSeconds(const WireBenchInputs& in,
   const TrainablePolicy::NamedTensors state = in.policy->State();
   std::string bytes;
   v1::WeightUpdate back;
-  const double cpu0 = CpuSeconds();
-  int64_t n = 0;
-  for (const auto t0 = SteadyNowNs();
-       n < 3 || 1e-9 * double(SteadyNowNs() - t0) < seconds; ++n) {
-    absl::StatusOr<std::vector<v1::WeightUpdate>> chunks = EncodeWeights(
-        state, in.policy->kind(), uint64_t(n + 1), kWeightChunkBytes);
-    if (!chunks.ok()) return chunks.status();
-    WeightAssembler a(in.policy->kind());
-    for (const v1::WeightUpdate& c : *chunks) {
-      if (!c.SerializeToString(&bytes) || !back.ParseFromString(bytes))
-        return absl::InternalError("wire bench: weights did not serialize");
-      if (absl::Status s = a.Add(back); !s.ok()) return s;
-    }
-    if (absl::StatusOr<AssembledWeights> w = a.Take(); !w.ok())
-      return w.status();
-  }
-  return (CpuSeconds() - cpu0) / double(n);
+  uint64_t version = 0;
+  return CpuSecondsPerCall(
+      [&]() -> absl::Status {
+        absl::StatusOr<std::vector<v1::WeightUpdate>> chunks = EncodeWeights(
+            state, in.policy->kind(), ++version, kWeightChunkBytes);
+        if (!chunks.ok()) return chunks.status();
+        WeightAssembler a(in.policy->kind());
+        for (const v1::WeightUpdate& c : *chunks) {
+          if (!c.SerializeToString(&bytes) || !back.ParseFromString(bytes))
+            return absl::InternalError("wire bench: weights did not serialize");
+          if (absl::Status s = a.Add(back); !s.ok()) return s;
+        }
+        return a.Take().status();
+      },
+      seconds);
 }
 
 }  // namespace
